@@ -1,0 +1,268 @@
+"""One place that chooses and calls optimization solvers through cvxpy.
+
+Open-source defaults make every chapter reproducible on any machine: HiGHS for LP and MILP, Clarabel
+for QP and SOCP, SCIP (when installed) for mixed-integer problems with quadratic or conic parts.
+Commercial solvers (Gurobi, MOSEK) are used only when asked for (by argument or through the
+``EXPLAINOPT_SOLVER`` environment variable) and only if they are importable *and* licensed; a tiny
+probe problem, solved once per process, decides that.
+
+Every solve returns a :class:`SolveResult` with one status vocabulary:
+
+``optimal``      proven optimal (within the MIP gap);
+``time_limit``   a limit was reached and a feasible incumbent is available;
+``no_solution``  a limit was reached without any feasible point (values are junk and are discarded);
+``infeasible``   proven infeasible;
+``unbounded``    proven unbounded;
+``error``        the solver failed (message says why: e.g. a size-limited licence).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import cvxpy as cp
+
+log = logging.getLogger(__name__)
+
+OPTIMAL, TIME_LIMIT, NO_SOLUTION = "optimal", "time_limit", "no_solution"
+INFEASIBLE, UNBOUNDED, ERROR = "infeasible", "unbounded", "error"
+STATUSES = (OPTIMAL, TIME_LIMIT, NO_SOLUTION, INFEASIBLE, UNBOUNDED, ERROR)
+
+#: Solver names as users write them -> cvxpy's names.
+CVXPY_NAMES = {
+    "highs": "HIGHS",
+    "clarabel": "CLARABEL",
+    "scip": "SCIP",
+    "gurobi": "GUROBI",
+    "mosek": "MOSEK",
+    "ecos": "ECOS",
+    "scs": "SCS",
+}
+OPEN_SOURCE = ("highs", "clarabel", "scip", "ecos", "scs")
+COMMERCIAL = ("gurobi", "mosek")
+
+#: Which solvers can handle which problem class, in order of preference (open source first).
+CAPABLE = {
+    "lp": ("highs", "clarabel", "gurobi", "mosek", "scip"),
+    "qp": ("clarabel", "highs", "gurobi", "mosek", "scip"),
+    "socp": ("clarabel", "gurobi", "mosek", "ecos", "scs", "scip"),
+    "milp": ("highs", "gurobi", "scip", "mosek"),
+    "miqp": ("scip", "gurobi", "mosek"),
+    "misocp": ("scip", "gurobi", "mosek"),
+}
+
+
+class SolverUnavailableError(RuntimeError):
+    """Raised when a requested solver is not installed, not licensed or cannot solve the problem class."""
+
+
+@dataclass
+class SolveResult:
+    """Outcome of one solve, independent of the solver used."""
+
+    status: str
+    objective: float | None
+    solver: str
+    solve_time: float
+    gap: float | None = None
+    message: str = ""
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def has_solution(self) -> bool:
+        """True when the variables hold a feasible point (optimal or incumbent at a limit)."""
+        return self.status in (OPTIMAL, TIME_LIMIT)
+
+
+def problem_class(problem: cp.Problem) -> str:
+    """Classify a cvxpy problem as lp, qp, socp, milp, miqp or misocp."""
+    integer = problem.is_mixed_integer()
+    if problem.is_dcp() and problem.is_qp():
+        quadratic = not (problem.objective.expr.is_affine() if hasattr(problem.objective, "expr") else True)
+        kind = "qp" if quadratic else "lp"
+    else:
+        kind = "socp"
+    if integer:
+        return {"lp": "milp", "qp": "miqp", "socp": "misocp"}[kind]
+    return kind
+
+
+@functools.cache
+def probe(name: str) -> tuple[bool, str]:
+    """Solve a tiny problem with the solver once per process: (works, why not)."""
+    cvx_name = CVXPY_NAMES[name]
+    if cvx_name not in cp.installed_solvers():
+        return False, f"solver {name!r} is not installed (pip install explainopt[{name}] or see the README)"
+    x = cp.Variable(2, integer=name not in ("clarabel", "ecos", "scs"))
+    prob = cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1, x <= 3])
+    try:
+        prob.solve(solver=cvx_name)
+    except Exception as exc:  # licence errors surface here as SolverError
+        return False, f"solver {name!r} is installed but failed a probe solve ({exc}); is it licensed?"
+    if prob.status != cp.OPTIMAL:
+        return False, f"solver {name!r} is installed but its probe solve ended with status {prob.status}"
+    return True, "ok"
+
+
+def solver_available(name: str) -> bool:
+    """Whether `name` is installed and licensed (probed once per process)."""
+    ok, message = probe(name)
+    if not ok:
+        log.info(message)
+    return ok
+
+
+def available_solvers() -> list[str]:
+    """Names of the solvers that are installed and licensed here."""
+    return [name for name in CVXPY_NAMES if solver_available(name)]
+
+
+def choose_solver(kind: str, solver: str | None = None) -> str:
+    """Pick the solver for a problem class.
+
+    Parameters
+    ----------
+    kind : one of ``lp, qp, socp, milp, miqp, misocp``.
+    solver : a solver name (``highs``, ``clarabel``, ``scip``, ``gurobi``, ``mosek``), ``"auto"``
+        (open source first), ``"commercial"`` (a licensed commercial solver if any, else auto) or
+        None (read ``EXPLAINOPT_SOLVER``, default ``auto``).
+    """
+    if kind not in CAPABLE:
+        raise ValueError(f"unknown problem class {kind!r}; expected one of {sorted(CAPABLE)}")
+    solver = (solver or os.environ.get("EXPLAINOPT_SOLVER") or "auto").lower()
+    if solver == "commercial":
+        for name in CAPABLE[kind]:
+            if name in COMMERCIAL and solver_available(name):
+                return name
+        solver = "auto"
+    if solver == "auto":
+        for name in CAPABLE[kind]:
+            if name in OPEN_SOURCE and solver_available(name):
+                return name
+        for name in CAPABLE[kind]:
+            if solver_available(name):
+                return name
+        raise SolverUnavailableError(
+            f"no installed solver handles {kind} problems; install one of {list(CAPABLE[kind])} "
+            f"(e.g. `pip install pyscipopt` for SCIP)"
+        )
+    if solver not in CVXPY_NAMES:
+        raise ValueError(f"unknown solver {solver!r}; expected one of {sorted(CVXPY_NAMES)}, 'auto' or 'commercial'")
+    if solver not in CAPABLE[kind]:
+        raise SolverUnavailableError(f"{solver} cannot solve {kind} problems; capable: {list(CAPABLE[kind])}")
+    ok, message = probe(solver)
+    if not ok:
+        raise SolverUnavailableError(message)
+    return solver
+
+
+def _options(name: str, time_limit: float | None, mip_gap: float | None, threads: int | None) -> dict:
+    """Translate common options into the solver's own keywords."""
+    opts: dict = {}
+    if name == "highs":
+        if time_limit is not None:
+            opts["time_limit"] = float(time_limit)
+        if mip_gap is not None:
+            opts["mip_rel_gap"] = float(mip_gap)
+        if threads is not None:
+            opts["threads"] = int(threads)
+        opts["random_seed"] = 0
+    elif name == "gurobi":
+        if time_limit is not None:
+            opts["TimeLimit"] = float(time_limit)
+        if mip_gap is not None:
+            opts["MIPGap"] = float(mip_gap)
+        if threads is not None:
+            opts["Threads"] = int(threads)
+        opts["Seed"] = 0
+    elif name == "scip":
+        params = {}
+        if time_limit is not None:
+            params["limits/time"] = float(time_limit)
+        if mip_gap is not None:
+            params["limits/gap"] = float(mip_gap)
+        opts["scip_params"] = params
+    elif name == "mosek":
+        params = {}
+        if time_limit is not None:
+            params["MSK_DPAR_OPTIMIZER_MAX_TIME"] = float(time_limit)
+        if mip_gap is not None:
+            params["MSK_DPAR_MIO_TOL_REL_GAP"] = float(mip_gap)
+        opts["mosek_params"] = params
+    elif name == "clarabel":
+        if time_limit is not None:
+            opts["time_limit"] = float(time_limit)
+    return opts
+
+
+def _highs_info(problem: cp.Problem):
+    """HiGHS's own info object (primal solution status, MIP gap), or None for other solvers."""
+    info = getattr(problem.solver_stats, "extra_stats", None)
+    return info if hasattr(info, "primal_solution_status") else None
+
+
+def _has_incumbent(problem: cp.Problem) -> bool:
+    """After a limit: do the variables hold a feasible point? (HiGHS returns junk values without one.)"""
+    info = _highs_info(problem)
+    if info is not None:
+        return int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+    value = problem.value
+    return value is not None and math.isfinite(value)
+
+
+def solve(
+    problem: cp.Problem,
+    *,
+    solver: str | None = None,
+    time_limit: float | None = None,
+    mip_gap: float | None = None,
+    threads: int | None = None,
+    verbose: bool = False,
+) -> SolveResult:
+    """Solve `problem` with the chosen solver and return a :class:`SolveResult`.
+
+    Solver outcomes are statuses, not exceptions: only an unusable request (unknown or unavailable
+    solver) raises. After ``time_limit`` without an incumbent the status is ``no_solution`` and the
+    variables' values are cleared so that junk cannot be mistaken for a solution.
+    """
+    kind = problem_class(problem)
+    name = choose_solver(kind, solver)
+    start = time.perf_counter()
+    try:
+        with warnings.catch_warnings():  # statuses are classified below; cvxpy's accuracy warning is noise
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            problem.solve(solver=CVXPY_NAMES[name], verbose=verbose, **_options(name, time_limit, mip_gap, threads))
+    except cp.error.SolverError as exc:
+        return SolveResult(ERROR, None, name, time.perf_counter() - start, message=str(exc))
+    elapsed = time.perf_counter() - start
+    status = {
+        cp.OPTIMAL: OPTIMAL,
+        cp.OPTIMAL_INACCURATE: OPTIMAL,
+        cp.INFEASIBLE: INFEASIBLE,
+        cp.INFEASIBLE_INACCURATE: INFEASIBLE,
+        cp.UNBOUNDED: UNBOUNDED,
+        cp.UNBOUNDED_INACCURATE: UNBOUNDED,
+        cp.USER_LIMIT: TIME_LIMIT,
+    }.get(problem.status, ERROR)
+    if status == TIME_LIMIT and not _has_incumbent(problem):
+        status = NO_SOLUTION
+        for variable in problem.variables():
+            variable.value = None
+    objective = problem.value if status in (OPTIMAL, TIME_LIMIT) else None
+    gap = _gap(problem)
+    message = "" if status != ERROR else f"solver {name} returned cvxpy status {problem.status!r}"
+    return SolveResult(status, objective, name, elapsed, gap=gap, message=message)
+
+
+def _gap(problem: cp.Problem) -> float | None:
+    info = _highs_info(problem)
+    gap = getattr(info, "mip_gap", None) if problem.is_mixed_integer() else None
+    if gap is None or not math.isfinite(gap) or gap > 1e20:
+        return None
+    return float(gap)

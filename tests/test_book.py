@@ -1,0 +1,102 @@
+"""The pipeline as a user meets it: clean notebooks, the papermill runner, the book build."""
+
+import json
+import shutil
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from explainopt import book
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE_ROOT = ROOT / "_build" / "smoke"          # a copy of the book tree, built at the smoke scale
+SMOKE_CHAPTERS = SMOKE_ROOT / "book" / "chapters"
+NOTEBOOKS = book.chapter_notebooks()
+
+
+def test_there_is_a_notebook_for_every_chapter_in_the_table_of_contents():
+    toc = (ROOT / "_toc.yml").read_text()
+    listed = {line.split("book/chapters/")[1].strip() for line in toc.splitlines() if "book/chapters/" in line}
+    assert {nb.stem for nb in NOTEBOOKS} | {"status"} == listed
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_are_stored_clean_with_a_tagged_parameters_cell(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code), "outputs must be stripped"
+    first = code[0]
+    assert "parameters" in first.metadata.get("tags", []), "first code cell must be tagged 'parameters'"
+    for name in ("scale", "solver", "seed"):
+        assert any(line.startswith(f"{name} =") for line in first.source.splitlines()), name
+    assert 'scale = "book"' in first.source, "the default scale is book"
+
+
+def _notebook(tmp_path, *sources):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "99_probe.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_runner_injects_parameters_and_hides_the_parameter_cells(tmp_path):
+    path = _notebook(tmp_path, 'scale = "book"\nseed = 0', "value = seed * 2")
+    out = book.execute_chapter(path, tmp_path / "out", {"scale": "smoke", "seed": 21}, progress=False)
+    nb = nbformat.read(out, as_version=4)
+    tags = [c.metadata.get("tags", []) for c in nb.cells]
+    assert any("injected-parameters" in t and "remove-cell" in t for t in tags)
+    assert "seed = 21" in "".join(c.source for c in nb.cells)
+
+
+def test_a_failing_cell_fails_the_run_naming_notebook_and_cell(tmp_path):
+    path = _notebook(tmp_path, 'scale = "book"', "x = 1", "raise ValueError('broken on purpose')")
+    with pytest.raises(book.ChapterFailed, match=r"99_probe.ipynb: cell \d+ raised ValueError: broken on purpose"):
+        book.execute_chapter(path, tmp_path / "out", {"scale": "smoke"}, progress=False)
+
+
+def test_start_chapter_refuses_an_unknown_scale():
+    with pytest.raises(ValueError, match="scale='huge'"):
+        book.start_chapter("00", scale="huge", solver="auto", seed=0)
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_runs_at_smoke_scale(notebook, monkeypatch):
+    monkeypatch.setenv("EXPLAINOPT_RESULTS", str(SMOKE_CHAPTERS / "results"))
+    out = book.execute_chapter(notebook, SMOKE_CHAPTERS, {"scale": "smoke"}, progress=False)
+    nb = nbformat.read(out, as_version=4)
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors
+    if notebook.stem[0].isdigit():  # chapters (not appendices) save their claims for the status page
+        results = json.loads((SMOKE_CHAPTERS / "results" / f"{notebook.stem[:2]}.json").read_text())
+        assert results["claims"] and results["provenance"]["scale"] == "smoke"
+
+
+@pytest.mark.book
+def test_book_builds_without_warnings_and_shows_every_chapter(monkeypatch):
+    """Build the smoke-scale book (chapters executed by the notebook tests, or here if missing)."""
+    monkeypatch.setenv("EXPLAINOPT_RESULTS", str(SMOKE_CHAPTERS / "results"))
+    SMOKE_CHAPTERS.mkdir(parents=True, exist_ok=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, SMOKE_ROOT / name)
+    for page in (ROOT / "book").glob("*.*"):
+        shutil.copy(page, SMOKE_ROOT / "book" / page.name)
+    for notebook in NOTEBOOKS:
+        if not (SMOKE_CHAPTERS / notebook.name).exists():
+            book.execute_chapter(notebook, SMOKE_CHAPTERS, {"scale": "smoke"}, progress=False)
+    book.write_status_page(SMOKE_CHAPTERS)
+    shutil.rmtree(SMOKE_ROOT / "_build", ignore_errors=True)
+    book.build(SMOKE_ROOT, warnings_as_errors=True)
+    html = SMOKE_ROOT / "_build" / "html"
+    assert (html / "book" / "intro.html").exists()
+    status = (html / "book" / "chapters" / "status.html").read_text()
+    for notebook in NOTEBOOKS:
+        page = (html / "book" / "chapters" / f"{notebook.stem}.html").read_text()
+        assert "<img" in page, f"{notebook.stem} shows no figure"
+        assert "injected-parameters" not in page
+        if notebook.stem[0].isdigit():
+            assert f"<td>{notebook.stem[:2]}</td>" in status, f"{notebook.stem} missing from the status page"

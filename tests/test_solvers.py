@@ -1,0 +1,95 @@
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from explainopt import solvers
+from explainopt.solvers import SolverUnavailableError, choose_solver, problem_class, solve
+
+
+def test_open_source_defaults_per_problem_class(monkeypatch):
+    monkeypatch.delenv("EXPLAINOPT_SOLVER", raising=False)
+    assert choose_solver("lp") == "highs"
+    assert choose_solver("milp") == "highs"
+    assert choose_solver("qp") == "clarabel"
+    assert choose_solver("socp") == "clarabel"
+    assert choose_solver("miqp") == "scip"
+
+
+def test_environment_variable_overrides_the_default(monkeypatch):
+    monkeypatch.setenv("EXPLAINOPT_SOLVER", "scip")
+    assert choose_solver("milp") == "scip"
+    assert choose_solver("milp", "highs") == "highs"  # an explicit argument wins
+
+
+def test_commercial_falls_back_to_open_source_when_none_is_licensed(monkeypatch):
+    monkeypatch.setattr(solvers, "solver_available", lambda name: name in ("highs", "clarabel"))
+    assert choose_solver("milp", "commercial") == "highs"
+
+
+def test_unknown_solver_name_is_a_value_error():
+    with pytest.raises(ValueError, match="unknown solver 'cplex'"):
+        choose_solver("milp", "cplex")
+
+
+def test_solver_that_cannot_handle_the_class_is_refused():
+    with pytest.raises(SolverUnavailableError, match="clarabel cannot solve milp"):
+        choose_solver("milp", "clarabel")
+
+
+def test_missing_solver_names_the_problem(monkeypatch):
+    solvers.probe.cache_clear()
+    monkeypatch.setattr(cp, "installed_solvers", lambda: ["HIGHS", "CLARABEL"])
+    with pytest.raises(SolverUnavailableError, match="'gurobi' is not installed"):
+        choose_solver("milp", "gurobi")
+    solvers.probe.cache_clear()
+
+
+def test_installed_but_unlicensed_solver_is_detected_by_the_probe(monkeypatch):
+    solvers.probe.cache_clear()
+    monkeypatch.setattr(cp, "installed_solvers", lambda: ["HIGHS", "GUROBI"])
+
+    def refuse(self, *args, **kwargs):
+        raise cp.error.SolverError("Model too large for size-limited license")
+
+    monkeypatch.setattr(cp.Problem, "solve", refuse)
+    ok, message = solvers.probe("gurobi")
+    assert not ok and "licensed" in message and "size-limited" in message
+    solvers.probe.cache_clear()
+
+
+def test_problem_classes():
+    x = cp.Variable(2)
+    z = cp.Variable(2, integer=True)
+    assert problem_class(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 0])) == "lp"
+    assert problem_class(cp.Problem(cp.Minimize(cp.sum_squares(x)), [x >= 1])) == "qp"
+    assert problem_class(cp.Problem(cp.Minimize(cp.norm(x, 2)), [x >= 1])) == "socp"
+    assert problem_class(cp.Problem(cp.Minimize(cp.sum(z)), [z >= 1])) == "milp"
+    assert problem_class(cp.Problem(cp.Minimize(cp.sum_squares(z - 0.3)), [z >= 0])) == "miqp"
+
+
+def test_statuses_optimal_infeasible_unbounded():
+    x = cp.Variable(2)
+    res = solve(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1]))
+    assert res.status == "optimal" and res.has_solution and res.objective == pytest.approx(2.0)
+    assert res.solver == "highs" and res.solve_time >= 0
+    assert solve(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1, x <= 0])).status == "infeasible"
+    assert solve(cp.Problem(cp.Minimize(cp.sum(x)), [x <= 1])).status in ("unbounded", "infeasible")
+
+
+def test_time_limit_without_incumbent_reports_no_solution_and_clears_values():
+    rng = np.random.default_rng(0)
+    z = cp.Variable(60, integer=True)
+    A = rng.integers(1, 50, size=(30, 60))
+    b = A @ rng.integers(0, 3, size=60)  # feasible, but hard to find a point at once
+    res = solve(cp.Problem(cp.Minimize(0), [A @ z == b, z >= 0, z <= 5]), time_limit=1e-6)
+    if res.status == "optimal":  # presolve found it: nothing to check on this machine
+        pytest.skip("HiGHS solved the instance before the limit")
+    assert res.status == "no_solution" and not res.has_solution
+    assert z.value is None
+
+
+def test_mixed_integer_quadratic_problem_is_solved_by_scip():
+    z = cp.Variable(3, integer=True)
+    res = solve(cp.Problem(cp.Minimize(cp.sum_squares(z - 0.4)), [cp.sum(z) >= 1]))
+    assert res.status == "optimal" and res.solver == "scip"
+    assert res.objective == pytest.approx(0.36 + 0.16 + 0.16)
