@@ -99,4 +99,4 @@ def test_book_builds_without_warnings_and_shows_every_chapter(monkeypatch):
         assert "<img" in page, f"{notebook.stem} shows no figure"
         assert "injected-parameters" not in page
         if notebook.stem[0].isdigit():
-            assert f"<td>{notebook.stem[:2]}</td>" in status, f"{notebook.stem} missing from the status page"
+            assert f"<p>{notebook.stem[:2]}</p></td>" in status, f"{notebook.stem} missing from the status page"

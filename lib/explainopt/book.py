@@ -85,7 +85,7 @@ class ChapterRun:
         reporting.save_chapter_results(self.chapter, claims, prov, tables)
         pkgs = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
         display(Markdown(
-            f"---\n*Provenance: scale `{prov['scale']}`, solvers {prov['solvers']}, wall time "
+            f"*Provenance: scale `{prov['scale']}`, solvers {prov['solvers']}, wall time "
             f"{prov['wall_time_s']:.0f} s on {prov['platform']}; {pkgs}.*"
         ))
         return prov
@@ -179,7 +179,8 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
 
 def build(root: Path | None = None, *, warnings_as_errors: bool = False) -> None:
     """``jupyter-book build`` with execution off; raises CalledProcessError on failure."""
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(root or ROOT)]
+    script = Path(sys.executable).with_name("jupyter-book")  # the CLI installed beside this Python
+    cmd = [str(script) if script.exists() else "jupyter-book", "build", str(root or ROOT)]
     if warnings_as_errors:
         cmd += ["-W", "-n", "--keep-going"]
     subprocess.run(cmd, check=True)
