@@ -64,6 +64,7 @@ def test_problem_classes():
     assert problem_class(cp.Problem(cp.Minimize(cp.sum_squares(x)), [x >= 1])) == "qp"
     assert problem_class(cp.Problem(cp.Minimize(cp.norm(x, 2)), [x >= 1])) == "socp"
     assert problem_class(cp.Problem(cp.Minimize(cp.sum(z)), [z >= 1])) == "milp"
+    assert problem_class(cp.Problem(cp.Minimize(cp.norm1(z - 0.3)), [z >= 0])) == "milp"  # l1 is linear
     assert problem_class(cp.Problem(cp.Minimize(cp.sum_squares(z - 0.3)), [z >= 0])) == "miqp"
 
 

@@ -102,12 +102,14 @@ class Dataset:
         """Min-max scale every non-categorical column to [0, 1] (constant columns become 0).
 
         The scaling (``lower``, ``upper`` per column) is kept in ``scaling`` so that counterfactuals
-        can be mapped back with :meth:`unscale`.
+        can be mapped back with :meth:`unscale`. Discrete columns become continuous: their integer grid
+        is no longer integer after scaling.
         """
         lo, hi = self.X.min().to_numpy(float), self.X.max().to_numpy(float)
         width = np.where(hi > lo, hi - lo, 1.0)
         X = (self.X - lo) / width
-        spec = [replace(f, lower=0.0, upper=1.0 if h > l else 0.0) for f, l, h in zip(self.spec, lo, hi)]
+        spec = [replace(f, lower=0.0, upper=1.0 if h > l else 0.0, kind="continuous" if f.kind == "discrete" else f.kind)
+                for f, l, h in zip(self.spec, lo, hi)]
         return Dataset(self.name, X, self.y, spec, self.description, {"lower": lo, "width": width})
 
     def unscale(self, X_scaled) -> np.ndarray:

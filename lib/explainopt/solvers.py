@@ -84,8 +84,7 @@ def problem_class(problem: cp.Problem) -> str:
     """Classify a cvxpy problem as lp, qp, socp, milp, miqp or misocp."""
     integer = problem.is_mixed_integer()
     if problem.is_dcp() and problem.is_qp():
-        quadratic = not (problem.objective.expr.is_affine() if hasattr(problem.objective, "expr") else True)
-        kind = "qp" if quadratic else "lp"
+        kind = "lp" if problem.objective.expr.is_pwl() else "qp"  # l1 / l-inf objectives are LPs
     else:
         kind = "socp"
     if integer:

@@ -6,7 +6,10 @@ affine expression of the model's output (trees and forests: the mean leaf probab
 logit). ``x`` may be any affine cvxpy expression of shape ``(n_features,)``, e.g. ``x + s`` for a
 perturbation scenario, so several copies of a model can live in one problem.
 
-Each model family registers its encoder with :func:`register`; :func:`encode` dispatches on the type.
+Each model family registers its encoder with :func:`register`, together with how to read the model's
+own output and prediction; :func:`encode`, :func:`model_output` and :func:`model_predict` dispatch on
+the type. The last two are what every counterfactual is re-checked with: the true model has the last
+word.
 """
 
 from __future__ import annotations
@@ -17,7 +20,14 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 
-_ENCODERS: dict[type, Callable] = {}
+_ENCODERS: dict[type, "_Family"] = {}
+
+
+@dataclass(frozen=True)
+class _Family:
+    encode: Callable  # (model, x, lower=, upper=, **options) -> Encoding
+    output: Callable  # (model, X) -> the model's own output on the encoding's scale, shape (n,)
+    predict: Callable  # (model, X) -> predicted class index (0/1) by the model's own rule, shape (n,)
 
 
 @dataclass
@@ -53,20 +63,71 @@ class Encoding:
         raise ValueError(f"target must be 0 or 1 for a binary classifier, got {target!r}")
 
 
-def register(*model_types: type) -> Callable:
-    """Class decorator-style registration: ``@register(LogisticRegression)`` above an encoder function."""
+def register(*model_types: type, output: Callable, predict: Callable) -> Callable:
+    """Decorator registering an encoder function for `model_types`, with the model's own `output` and
+    `predict` functions (both ``(model, X) -> array``) used to verify what the encoding claims."""
 
     def wrap(func: Callable) -> Callable:
         for model_type in model_types:
-            _ENCODERS[model_type] = func
+            _ENCODERS[model_type] = _Family(func, output, predict)
         return func
 
     return wrap
 
 
+def _family(model) -> _Family:
+    family = _ENCODERS.get(type(model))
+    if family is None:
+        family = next((f for t, f in _ENCODERS.items() if isinstance(model, t)), None)
+    if family is None:
+        raise TypeError(
+            f"cannot encode a {type(model).__name__}; supported models: {', '.join(supported_models())}"
+        )
+    return family
+
+
+def _as_matrix(X) -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    return X.reshape(1, -1) if X.ndim == 1 else X
+
+
+def model_output(model, X) -> np.ndarray:
+    """The model's own output at the rows of `X`, on the scale of ``encode(model, ...).output``."""
+    return np.asarray(_family(model).output(model, _as_matrix(X)), dtype=float).ravel()
+
+
+def model_predict(model, X) -> np.ndarray:
+    """The class index (0 or 1) the model itself predicts at the rows of `X` (inlier = 1 for anomaly
+    detectors)."""
+    return np.asarray(_family(model).predict(model, _as_matrix(X)), dtype=int).ravel()
+
+
 def supported_models() -> list[str]:
     """Names of the model types :func:`encode` accepts."""
     return sorted(t.__name__ for t in _ENCODERS)
+
+
+def check_fitted(model, attribute: str) -> None:
+    if not hasattr(model, attribute):
+        raise ValueError(f"{type(model).__name__} is not fitted: call fit(X, y) before encoding it")
+
+
+def check_binary(model) -> None:
+    if len(model.classes_) != 2:
+        raise ValueError(
+            f"{type(model).__name__} has {len(model.classes_)} classes; only binary classifiers are "
+            "supported (fit a one-vs-rest binary model for the target class)"
+        )
+
+
+def check_features(x: cp.Expression, n: int, model) -> None:
+    if x.ndim != 1 or x.shape[0] != n:
+        raise ValueError(f"{type(model).__name__} expects {n} features but x has shape {x.shape}")
+
+
+def predicted_index(model, X) -> np.ndarray:
+    """Index into ``classes_`` of scikit-learn's own ``predict``."""
+    return np.searchsorted(model.classes_, model.predict(X))
 
 
 def as_bounds(lower, upper, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -89,13 +150,7 @@ def encode(model, x: cp.Expression, *, lower=None, upper=None, **options) -> Enc
     Raises TypeError for an unsupported model type, ValueError for an unfitted model, a multi-class
     model or a feature-count mismatch.
     """
-    encoder = next((f for t, f in _ENCODERS.items() if type(model) is t), None)
-    if encoder is None:
-        encoder = next((f for t, f in _ENCODERS.items() if isinstance(model, t)), None)
-    if encoder is None:
-        raise TypeError(
-            f"cannot encode a {type(model).__name__}; supported models: {', '.join(supported_models())}"
-        )
+    family = _family(model)
     if not isinstance(x, cp.Expression):
         raise TypeError(f"x must be a cvxpy expression (e.g. cp.Variable(n_features)), got {type(x).__name__}")
-    return encoder(model, x, lower=lower, upper=upper, **options)
+    return family.encode(model, x, lower=lower, upper=upper, **options)

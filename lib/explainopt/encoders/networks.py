@@ -1,0 +1,296 @@
+"""ReLU networks, and interval networks (Jiang et al.), as mixed-integer constraints.
+
+A network is read into a list of affine layers ``(W, b)`` (``W`` of shape ``(out, in)``) with a ReLU
+after every layer but the last, whose single output is the logit (class 1 iff logit > 0).
+
+Each hidden neuron with pre-activation bounds ``l < 0 < u`` gets one binary ``sigma`` and the big-M
+constraints ``h >= z, h >= 0, h <= z - l (1 - sigma), h <= u sigma``; neurons provably always off
+(``u <= 0``) or on (``l >= 0``) need none. Bounds come from interval bound propagation over the input
+box, optionally tightened layer by layer with the LP relaxation (``tighten="lp"``): cvxpy has no
+indicator constraints, so every big-M needs a derived bound.
+
+Interval network (Jiang et al. 2023, Definitions 5-6 of PROPLACE): every weight and bias shifted within
+``[theta - delta, theta + delta]``. For non-negative inputs every layer's input is non-negative, so
+the interval lower (upper) bound of a neuron is attained at the weights' lower (upper) ends, choosing
+the lower or upper bound of each input by the sign of that end. The lower/upper bounds of all neurons
+therefore form an ordinary ReLU network of twice the width, encoded exactly as above.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import cvxpy as cp
+import numpy as np
+from sklearn.neural_network import MLPClassifier
+
+from .. import solvers
+from .base import Encoding, as_bounds, check_binary, check_features, check_fitted, predicted_index, register
+
+try:  # torch is a core dependency, but keep the encoders importable without it
+    import torch
+    from torch import nn
+except ImportError:  # pragma: no cover
+    torch = nn = None
+
+TIGHTENING = (None, "lp")
+
+
+# ------------------------------------------------------------------------------ reading networks
+
+
+def _mlp_layers(model: MLPClassifier) -> list[tuple[np.ndarray, np.ndarray]]:
+    check_fitted(model, "coefs_")
+    check_binary(model)
+    if model.activation != "relu":
+        raise ValueError(f"only ReLU networks are supported; this MLPClassifier uses activation={model.activation!r}")
+    return [(np.asarray(W, float).T, np.asarray(b, float)) for W, b in zip(model.coefs_, model.intercepts_)]
+
+
+def _torch_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
+    modules = [m for m in model if not isinstance(m, (nn.Identity, nn.Flatten, nn.Sigmoid, nn.Softmax))]
+    kinds = ["Linear" if isinstance(m, nn.Linear) else "ReLU" if isinstance(m, nn.ReLU) else type(m).__name__
+             for m in modules]
+    expected = ["Linear" if i % 2 == 0 else "ReLU" for i in range(len(modules))]
+    if kinds != expected or kinds[-1] != "Linear":
+        raise ValueError(f"expected nn.Sequential(Linear, ReLU, ..., Linear[, Sigmoid]); got {kinds}")
+    layers = [(m.weight.detach().double().numpy().copy(),
+               (m.bias.detach().double().numpy().copy() if m.bias is not None else np.zeros(m.out_features)))
+              for m in modules if isinstance(m, nn.Linear)]
+    W, b = layers[-1]
+    if W.shape[0] == 2:  # two logits: class 1 iff logit_1 > logit_0 (argmax takes class 0 on ties)
+        layers[-1] = (W[1:] - W[:1], b[1:] - b[:1])
+    elif W.shape[0] != 1:
+        raise ValueError(f"the last Linear layer has {W.shape[0]} outputs; binary classifiers need 1 or 2")
+    return layers
+
+
+def network_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The affine layers ``[(W, b), ...]`` of an MLPClassifier (ReLU) or a torch ``nn.Sequential``."""
+    if isinstance(model, MLPClassifier):
+        return _mlp_layers(model)
+    if nn is not None and isinstance(model, nn.Sequential):
+        return _torch_layers(model)
+    if isinstance(model, IntervalNetwork):
+        return model.layers
+    raise TypeError(f"cannot read layers from a {type(model).__name__}")
+
+
+def forward(layers, X, *, preactivations: bool = False):
+    """Evaluate the network at the rows of `X`: the logit (and optionally every layer's pre-activation)."""
+    h = np.asarray(X, dtype=float)
+    zs = []
+    for k, (W, b) in enumerate(layers):
+        z = h @ W.T + b
+        zs.append(z)
+        h = np.maximum(z, 0.0) if k < len(layers) - 1 else z
+    return (h[:, 0], zs) if preactivations else h[:, 0]
+
+
+# ------------------------------------------------------------------------------------ bounds
+
+
+def propagate_bounds(layers, lower, upper) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Interval bound propagation: ``(l, u)`` of every layer's pre-activation over the input box."""
+    lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    bounds = []
+    for k, (W, b) in enumerate(layers):
+        Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
+        l, u = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
+        bounds.append((l, u))
+        lo, hi = np.maximum(l, 0), np.maximum(u, 0)
+    return bounds
+
+
+def _relu_layer(z, l, u, name: str):
+    """Activations h = max(z, 0) of one layer given pre-activation bounds, as (h, constraints, binaries)."""
+    h = cp.Variable(z.shape[0], nonneg=True, name=f"h{name}")
+    off, on = np.flatnonzero(u <= 0), np.flatnonzero(l >= 0)
+    unstable = np.flatnonzero((l < 0) & (u > 0))
+    cons = []
+    if off.size:
+        cons.append(h[off] == 0)
+    if on.size:
+        cons.append(h[on] == z[on])
+    sigma = None
+    if unstable.size:
+        sigma = cp.Variable(unstable.size, boolean=True, name=f"sigma{name}")
+        zu, lu, uu = z[unstable], l[unstable], u[unstable]
+        cons += [h[unstable] >= zu, h[unstable] <= zu - cp.multiply(lu, 1 - sigma), h[unstable] <= cp.multiply(uu, sigma)]
+    return h, cons, sigma
+
+
+def _triangle_relaxation(h, z, l, u) -> list:
+    """The LP relaxation of one ReLU layer (the big-M constraints with sigma projected out)."""
+    off, on = np.flatnonzero(u <= 0), np.flatnonzero(l >= 0)
+    unstable = np.flatnonzero((l < 0) & (u > 0))
+    cons = [h[off] == 0] if off.size else []
+    if on.size:
+        cons.append(h[on] == z[on])
+    if unstable.size:
+        slope = u[unstable] / (u[unstable] - l[unstable])
+        cons += [h[unstable] >= z[unstable], h[unstable] <= cp.multiply(slope, z[unstable] - l[unstable])]
+    return cons
+
+
+def _tighten_with_lp(z, l, u, relaxation: list, solver) -> tuple[np.ndarray, np.ndarray]:
+    """Tighter bounds of the unstable pre-activations z[j]: min and max of z[j] over the LP relaxation."""
+    l, u = l.copy(), u.copy()
+    direction = cp.Parameter(z.shape[0])
+    problem = cp.Problem(cp.Maximize(direction @ z), relaxation)
+    for j in np.flatnonzero((l < 0) & (u > 0)):
+        for sign in (1.0, -1.0):
+            direction.value = sign * np.eye(z.shape[0])[j]
+            res = solvers.solve(problem, solver=solver)
+            if res.status == solvers.OPTIMAL:
+                if sign > 0:
+                    u[j] = min(u[j], res.objective + 1e-7 * (1 + abs(res.objective)))
+                else:
+                    l[j] = max(l[j], -res.objective - 1e-7 * (1 + abs(res.objective)))
+    return l, u
+
+
+def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None):
+    """Constraints making ``output`` the network's logit at `x` in the box [lo, hi].
+
+    Returns (output expression, constraints, variables, pre-activation bounds per layer).
+    """
+    if tighten not in TIGHTENING:
+        raise ValueError(f"tighten must be one of {TIGHTENING}, got {tighten!r}")
+    bounds = propagate_bounds(layers, lo, hi)
+    cons, variables = [x >= lo, x <= hi], {"h": [], "sigma": []}
+    relaxation = list(cons)
+    h = x
+    for k, (W, b) in enumerate(layers):
+        z = W @ h + b
+        l, u = bounds[k]
+        if k == len(layers) - 1:
+            return z[0], cons, variables, bounds
+        if tighten == "lp" and k > 0:
+            l, u = _tighten_with_lp(z, l, u, relaxation, solver)
+            bounds[k] = (l, u)
+            bounds[k + 1:] = propagate_bounds(layers[k + 1:], np.maximum(l, 0), np.maximum(u, 0))
+        h, layer_cons, sigma = _relu_layer(z, l, u, str(k))
+        cons += layer_cons
+        if tighten == "lp":
+            relaxation += _triangle_relaxation(h, z, l, u)
+        variables["h"].append(h)
+        variables["sigma"].append(sigma)
+    raise AssertionError("unreachable")
+
+
+def _encode_network(model, layers, x, lower, upper, tighten, solver, threshold, inclusive) -> Encoding:
+    check_features(x, layers[0][0].shape[1], model)
+    lo, hi = as_bounds(lower, upper, layers[0][0].shape[1])
+    output, cons, variables, bounds = encode_layers(layers, x, lo, hi, tighten=tighten, solver=solver)
+    variables["bounds"] = bounds
+    out_l, out_u = bounds[-1]
+    return Encoding(model, x, output, cons, threshold, inclusive=inclusive,
+                    output_bounds=(float(out_l[0]), float(out_u[0])), variables=variables)
+
+
+# ----------------------------------------------------------------------------------- networks
+
+
+def _network_output(model, X):
+    if isinstance(model, MLPClassifier):
+        return forward(_mlp_layers(model), X)
+    net = copy.deepcopy(model).double()
+    with torch.no_grad():
+        out = net(torch.as_tensor(X, dtype=torch.float64)).numpy()
+    out = np.atleast_2d(out.reshape(len(X), -1))
+    if isinstance(model[-1], nn.Sigmoid):
+        out = np.log(out) - np.log1p(-out)
+    elif isinstance(model[-1], nn.Softmax):
+        out = np.log(out[:, 1:]) - np.log(out[:, :1])
+    return out[:, -1] - out[:, 0] if out.shape[1] == 2 else out[:, 0]
+
+
+def _network_predict(model, X):
+    if isinstance(model, MLPClassifier):
+        return predicted_index(model, X)
+    return (_network_output(model, X) > 0).astype(int)
+
+
+_NETWORK_TYPES = (MLPClassifier,) + ((nn.Sequential,) if nn is not None else ())
+
+
+@register(*_NETWORK_TYPES, output=_network_output, predict=_network_predict)
+def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None) -> Encoding:
+    """A ReLU network (MLPClassifier or torch nn.Sequential): output = the logit, class 1 iff > 0.
+
+    tighten="lp" tightens the big-M bounds of every hidden layer with LP relaxations (solved by
+    `solver`, default the LP solver of :mod:`explainopt.solvers`).
+    """
+    return _encode_network(model, network_layers(model), x, lower, upper, tighten, solver, 0.0, False)
+
+
+# ---------------------------------------------------------------------------- interval networks
+
+
+class IntervalNetwork:
+    """The interval abstraction of a ReLU network under weight and bias shifts of at most `delta`.
+
+    ``bounds(X)`` gives the interval ``[l, u]`` of the logit at non-negative inputs (Definition 5 of
+    PROPLACE); class 1 is certain iff ``l >= 0`` (Definition 6). ``encode(IntervalNetwork(...), x)``
+    encodes ``l`` exactly, through the doubled network in ``layers`` (module docstring).
+    """
+
+    def __init__(self, model, delta: float):
+        if not delta >= 0:
+            raise ValueError(f"delta must be non-negative, got {delta!r}")
+        self.model, self.delta = model, float(delta)
+        self.base_layers = network_layers(model)
+        self.n_features_in_ = self.base_layers[0][0].shape[1]
+        self.layers = self._doubled_layers()
+
+    def _doubled_layers(self):
+        """Layers of the network whose neurons are (lower bounds, upper bounds) of the interval network."""
+        d, layers = self.delta, []
+        for k, (W, b) in enumerate(self.base_layers):
+            lo_w, hi_w = W - d, W + d
+            if k == 0:  # the input x >= 0 is a point: lower ends give the lower bound
+                Wd = np.vstack([lo_w, hi_w])
+            else:  # inputs (h_lower, h_upper) >= 0
+                Wd = np.block([[np.maximum(lo_w, 0), np.minimum(lo_w, 0)],
+                               [np.minimum(hi_w, 0), np.maximum(hi_w, 0)]])
+            layers.append((Wd, np.r_[b - d, b + d]))
+        return layers
+
+    def _check_inputs(self, X) -> np.ndarray:
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"the network expects {self.n_features_in_} features, got {X.shape[1]}")
+        if (X < 0).any():
+            raise ValueError("interval networks are defined here for non-negative inputs (min-max scale the data)")
+        return X
+
+    def bounds(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of the logit over all shifted networks, at the rows of `X`."""
+        X = self._check_inputs(X)
+        h = X
+        for k, (W, b) in enumerate(self.layers):
+            h = h @ W.T + b
+            if k < len(self.layers) - 1:
+                h = np.maximum(h, 0)
+        return h[:, 0], h[:, 1]
+
+    def sample(self, random_state=None) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Layers of one network with every weight and bias shifted uniformly within +-delta."""
+        rng = np.random.default_rng(random_state)
+        return [(W + rng.uniform(-self.delta, self.delta, W.shape), b + rng.uniform(-self.delta, self.delta, b.shape))
+                for W, b in self.base_layers]
+
+    def __repr__(self) -> str:
+        return f"IntervalNetwork({type(self.model).__name__}, delta={self.delta})"
+
+
+@register(IntervalNetwork, output=lambda m, X: m.bounds(X)[0], predict=lambda m, X: (m.bounds(X)[0] >= 0).astype(int))
+def encode_interval_network(model: IntervalNetwork, x, *, lower=None, upper=None, tighten=None, solver=None) -> Encoding:
+    """The lower bound ``l`` of an interval network's logit; ``enc.predicts(1)`` asks ``l >= 0``
+    (Delta-robust class 1, Definition 7 of PROPLACE). Needs ``lower >= 0``."""
+    lo, _ = as_bounds(lower, upper, model.n_features_in_)
+    if (lo < 0).any():
+        raise ValueError("interval networks need non-negative inputs: lower must be >= 0")
+    layers = [(W[:1], b[:1]) if k == len(model.layers) - 1 else (W, b) for k, (W, b) in enumerate(model.layers)]
+    return _encode_network(model, layers, x, lower, upper, tighten, solver, 0.0, True)

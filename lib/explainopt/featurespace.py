@@ -1,0 +1,67 @@
+"""A dataset's feature spec as a cvxpy decision variable with its constraints.
+
+Binary and categorical columns become binary, discrete columns integer, continuous columns continuous
+(one variable per kind, stacked into ``x``); bounds from the spec; every one-hot group sums to one;
+``fixed`` features equal the factual, ``increase`` features are at least the factual.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+from .datasets import FeatureSpec
+
+
+@dataclass
+class FeatureSpace:
+    """x: affine expression of the n features; constraints: the spec's constraints on x."""
+
+    x: cp.Expression
+    constraints: list
+    lower: np.ndarray
+    upper: np.ndarray
+    kinds: np.ndarray
+
+
+def feature_space(spec: list[FeatureSpec], x0=None) -> FeatureSpace:
+    """Variable and constraints for `spec`; `x0` (the factual) is needed for fixed/increase-only features."""
+    if not spec:
+        raise ValueError("spec is empty: pass a dataset's list of FeatureSpec")
+    n = len(spec)
+    kinds = np.array([f.kind for f in spec])
+    lower = np.array([f.lower for f in spec], dtype=float)
+    upper = np.array([f.upper for f in spec], dtype=float)
+    parts, index = [], []
+    for flags, make in (
+        (np.isin(kinds, ["binary", "categorical"]), lambda m: cp.Variable(m, boolean=True, name="x_binary")),
+        (kinds == "discrete", lambda m: cp.Variable(m, integer=True, name="x_discrete")),
+        (kinds == "continuous", lambda m: cp.Variable(m, name="x_continuous")),
+    ):
+        idx = np.flatnonzero(flags)
+        if idx.size:
+            parts.append(make(idx.size))
+            index.append(idx)
+    order = np.concatenate(index)
+    perm = np.empty(n, dtype=int)
+    perm[order] = np.arange(n)
+    x = cp.hstack(parts)[perm] if len(parts) > 1 else parts[0][perm]
+    cons = [x >= lower, x <= upper]
+    groups: dict[str, list[int]] = {}
+    for j, f in enumerate(spec):
+        if f.group is not None:
+            groups.setdefault(f.group, []).append(j)
+    cons += [cp.sum(x[idx]) == 1 for idx in groups.values() if len(idx) > 1]
+    acts = np.array([f.actionability for f in spec])
+    if (acts != "free").any():
+        if x0 is None:
+            raise ValueError("the spec has fixed or increase-only features: pass the factual x0")
+        x0 = np.asarray(x0, dtype=float)
+        fixed, inc = np.flatnonzero(acts == "fixed"), np.flatnonzero(acts == "increase")
+        if fixed.size:
+            cons.append(x[fixed] == x0[fixed])
+        if inc.size:
+            cons.append(x[inc] >= x0[inc])
+    return FeatureSpace(x, cons, lower, upper, kinds)
