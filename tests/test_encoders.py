@@ -26,10 +26,10 @@ from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier
 from torch import nn
 
-from explainopt import solvers
 from explainopt.counterfactuals import nearest_counterfactual
 from explainopt.datasets import load_dataset
 from explainopt.encoders import IntervalNetwork, encode, model_output, supported_models
+from explainopt.encoders.check import round_trip, sample_points
 from explainopt.encoders.networks import forward, network_layers, propagate_bounds
 
 DATASETS = ["robust-ce/banknote", "robust-ce/diabetes", "robust-ce/ionosphere"]
@@ -82,55 +82,15 @@ def data(request):
     return ds.X.to_numpy(float), ds.y.to_numpy(int)
 
 
-def sample_points(X, n, seed=0):
-    """A third data points, a third pairwise averages, a third uniform in the box [0, 1]^d."""
-    rng = np.random.default_rng(seed)
-    k = n // 3
-    rows = X[rng.choice(len(X), k)]
-    pairs = (X[rng.choice(len(X), k)] + X[rng.choice(len(X), k)]) / 2
-    uniform = rng.uniform(0, 1, (n - 2 * k, X.shape[1]))
-    return np.vstack([rows, pairs, uniform])
-
-
-def active_leaves(model, X):
-    """(n_points, n_trees) node ids that scikit-learn's own apply() reaches."""
-    if isinstance(model, DecisionTreeClassifier):
-        return model.apply(X)[:, None]
-    if isinstance(model, GradientBoostingClassifier):
-        return model.apply(X)[:, :, 0]
-    if isinstance(model, IsolationForest):
-        return np.column_stack([e.apply(X[:, f]) for e, f in zip(model.estimators_, model.estimators_features_)])
-    return model.apply(X)
-
-
-def encoded_leaves(enc):
-    weights = enc.variables.get("leaf_weight", enc.variables.get("leaf")).value
-    n_trees = 1 + max(t for t, _ in enc.variables["leaves"])
-    out = np.full(n_trees, -1)
-    for (t, node), w in zip(enc.variables["leaves"], weights):
-        if w > 0.5:
-            out[t] = node
-    return out
-
-
 def check_round_trip(name, X, y, n_points):
     model = make_model(name, X, y)
-    d = X.shape[1]
-    x = cp.Variable(d)
-    enc = encode(model, x, lower=np.zeros(d), upper=np.ones(d))
-    lo, hi = cp.Parameter(d), cp.Parameter(d)
-    problem = cp.Problem(cp.Minimize(0), enc.constraints + [x >= lo, x <= hi])
-    half_width = 1e-4 if name in TREE_MODELS else 0.0
-    for p in sample_points(X, n_points):
-        lo.value, hi.value = np.clip(p - half_width, 0, 1), np.clip(p + half_width, 0, 1)
-        res = solvers.solve(problem)
-        assert res.status == "optimal", (name, p, res)
-        xs = np.clip(x.value, lo.value, hi.value)
-        truth = model_output(model, xs)[0]
-        assert abs(enc.output.value - truth) <= 1e-6 * (1 + abs(truth)), (name, p)
-        if name in TREE_MODELS:
-            assert (encoded_leaves(enc) == active_leaves(model, xs[None])[0]).all(), (name, p)
-        assert enc.output_bounds[0] - 1e-9 <= truth <= enc.output_bounds[1] + 1e-9
+    points = sample_points(X, n_points, 0, 1, random_state=0)
+    frame = round_trip(model, points, lower=0, upper=1, half_width=1e-4 if name in TREE_MODELS else 0.0)
+    assert (frame.status == "optimal").all()
+    assert (frame.relative_error <= 1e-6).all(), frame.sort_values("relative_error").tail()
+    assert frame.within_bounds.all()
+    if name in TREE_MODELS:
+        assert frame.leaves_agree.all()
 
 
 @pytest.mark.parametrize("name", MODELS)

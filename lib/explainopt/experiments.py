@@ -20,7 +20,7 @@ from pathlib import Path
 
 import joblib
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm  # plain text bars: no widgets needed in papermill runs
 
 
 def config_key(func: Callable, config: dict) -> str:

@@ -77,7 +77,7 @@ def save_chapter_results(chapter: str, claims: list[Claim], provenance: dict, ta
 def status_table(folder: Path | None = None) -> pd.DataFrame:
     """One row per executed chapter: scale, solver, wall time, claims reproduced / checked."""
     rows = []
-    for path in sorted((folder or results_dir()).glob("*.json")):
+    for path in sorted((folder or results_dir()).glob("[0-9]*.json")):  # chapters, not appendices
         data = json.loads(path.read_text())
         prov, verdicts = data["provenance"], [c["verdict"] for c in data["claims"]]
         checked = [v for v in verdicts if v != NOT_RUN]

@@ -1,0 +1,44 @@
+"""Encoders benchmark: nearest-counterfactual encode-and-solve time against model size.
+
+    python benchmarks/encoders.py                # the full grid of the encoders issue (hours on 2 cores)
+    python benchmarks/encoders.py --quick        # a few minutes
+    python benchmarks/encoders.py --solvers highs gurobi
+
+Writes benchmarks/results/encoders.csv and encoders.png (tree formulations side by side, networks with
+and without LP bound tightening).
+"""
+
+import argparse
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import seaborn as sns
+
+from explainopt.benchmark import network_grid, run_benchmark, tree_grid
+from explainopt.experiments import atomic_write_bytes
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small grid (10/50 trees, depth 3/5; width 10/50)")
+    parser.add_argument("--solvers", nargs="+", default=["highs", "gurobi"])
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--factuals", type=int, default=3)
+    args = parser.parse_args()
+    configs = (tree_grid((10, 50), (3, 5)) + network_grid((10, 50), (1, 2)) if args.quick
+               else tree_grid() + network_grid())
+    frame = run_benchmark(configs, solver_names=args.solvers, time_limit=args.time_limit, n_factuals=args.factuals)
+    RESULTS.mkdir(exist_ok=True)
+    atomic_write_bytes(RESULTS / "encoders.csv", frame.to_csv(index=False).encode())
+    print(frame.to_string(index=False))
+    grid = sns.relplot(data=frame, x="size", y="mean_s", hue="option", style="solver", col="family",
+                       row="depth", kind="line", marker="o", facet_kws={"sharex": False})
+    grid.set(xscale="log", yscale="log", xlabel="trees / hidden width", ylabel="seconds per counterfactual")
+    grid.savefig(RESULTS / "encoders.png", dpi=120)
+    plt.close("all")
+
+
+if __name__ == "__main__":
+    main()

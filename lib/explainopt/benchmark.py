@@ -1,0 +1,80 @@
+"""Encode-and-solve time of nearest counterfactuals against model size (the encoders benchmark).
+
+One instance = one model size, one formulation and one solver; it trains the model on a scaled
+registry dataset, then times :func:`~explainopt.counterfactuals.nearest_counterfactual` for a few
+factuals under a time limit. ``benchmarks/encoders.py`` runs the full grid of the encoders issue; the
+appendix notebook runs a small one.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
+from sklearn.neural_network import MLPClassifier
+
+from . import solvers
+from .counterfactuals import nearest_counterfactual
+from .datasets import load_dataset
+from .encoders import model_predict
+
+
+def tree_grid(n_trees=(10, 50, 100, 500), depths=(3, 5, 8), formulations=("split", "leaf")) -> list[dict]:
+    return [{"family": family, "size": n, "depth": d, "option": f}
+            for family in ("RF", "GBM") for n in n_trees for d in depths for f in formulations]
+
+
+def network_grid(widths=(10, 50, 100), layers=(1, 2, 3), tightening=(None, "lp")) -> list[dict]:
+    return [{"family": "MLP", "size": w, "depth": k, "option": t or "ibp"}
+            for w in widths for k in layers for t in tightening]
+
+
+def _model(config: dict, seed: int):
+    family, size, depth = config["family"], config["size"], config["depth"]
+    if family == "RF":
+        return RandomForestClassifier(n_estimators=size, max_depth=depth, random_state=seed)
+    if family == "GBM":
+        return GradientBoostingClassifier(n_estimators=size, max_depth=depth, random_state=seed)
+    if family == "MLP":
+        return MLPClassifier((size,) * depth, max_iter=500, random_state=seed)
+    raise ValueError(f"unknown model family {family!r}")
+
+
+def time_instance(config: dict, *, dataset: str = "robust-ce/ionosphere", n_factuals: int = 3,
+                  solver: str | None = None, time_limit: float = 60.0, seed: int = 0) -> dict:
+    """Mean and max encode-and-solve seconds of `n_factuals` nearest counterfactuals for one config."""
+    ds = load_dataset(dataset).scaled()
+    X, y = ds.X.to_numpy(float), ds.y.to_numpy(int)
+    model = _model(config, seed).fit(X, y)
+    option = config["option"]
+    options = ({"formulation": option} if config["family"] != "MLP"
+               else {"tighten": None if option == "ibp" else option})
+    rows = np.random.default_rng(seed).choice(len(X), n_factuals, replace=False)
+    times, statuses, valid = [], [], []
+    for i in rows:
+        target = 1 - int(model_predict(model, X[i])[0])
+        start = time.perf_counter()
+        res = nearest_counterfactual(model, X[i], lower=0, upper=1, target=target, solver=solver,
+                                     time_limit=time_limit, **options)
+        times.append(time.perf_counter() - start)
+        statuses.append(res.status)
+        valid.append(res.valid)
+    return {**config, "solver": res.solver, "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
+            "optimal": sum(s == solvers.OPTIMAL for s in statuses), "valid": int(sum(valid)),
+            "factuals": n_factuals}
+
+
+def run_benchmark(configs: list[dict], *, solver_names=(None,), **options) -> pd.DataFrame:
+    """One row per (config, solver); solvers that are missing or unlicensed here are skipped."""
+    rows = []
+    for name in solver_names:
+        if name is not None and not solvers.solver_available(name):
+            continue
+        for config in configs:
+            try:
+                rows.append(time_instance(config, solver=name, **options))
+            except Exception as exc:  # e.g. a size-limited licence refusing a large model
+                rows.append({**config, "solver": name, "error": f"{type(exc).__name__}: {exc}"[:200]})
+    return pd.DataFrame(rows)
