@@ -35,7 +35,7 @@ test: venv
 	$(BIN)/python -m pytest -m book
 
 benchmarks: venv
-	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
+	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
 	rm -rf _build book/chapters
