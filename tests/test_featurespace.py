@@ -45,3 +45,9 @@ def test_fixed_features_need_the_factual_and_empty_specs_are_refused():
         feature_space(SPEC)
     with pytest.raises(ValueError, match="spec is empty"):
         feature_space([])
+
+
+def test_bounds_after_actionability_are_what_encoders_see():
+    space = feature_space(SPEC, X0)
+    assert space.lower[0] == 30 and space.upper[0] == 90  # increase-only
+    assert space.lower[6] == space.upper[6] == 1  # fixed

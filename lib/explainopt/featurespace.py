@@ -3,6 +3,9 @@
 Binary and categorical columns become binary, discrete columns integer, continuous columns continuous
 (one variable per kind, stacked into ``x``); bounds from the spec; every one-hot group sums to one;
 ``fixed`` features equal the factual, ``increase`` features are at least the factual.
+
+``lower``/``upper`` of the result are the bounds *after* actionability (a fixed feature's box is the
+factual's value), so encoders given them prune the splits and neurons that fixed features decide.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ def feature_space(spec: list[FeatureSpec], x0=None) -> FeatureSpace:
         fixed, inc = np.flatnonzero(acts == "fixed"), np.flatnonzero(acts == "increase")
         if fixed.size:
             cons.append(x[fixed] == x0[fixed])
+            lower[fixed] = upper[fixed] = x0[fixed]
         if inc.size:
             cons.append(x[inc] >= x0[inc])
+            lower[inc] = np.maximum(lower[inc], x0[inc])
     return FeatureSpace(x, cons, lower, upper, kinds)
