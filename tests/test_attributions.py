@@ -193,12 +193,3 @@ def test_bad_inputs_raise_clear_errors():
         A.agreement_rate(np.zeros((2, 2)))
     with pytest.raises(ValueError, match="eta_fraction"):
         A.optimize_explanations("x^2", 1, 1, "max_sensitivity", eta_fraction=1.5)
-
-
-def test_list_parameters_from_papermill_strings():
-    assert A.as_list("[2, 3]") == [2, 3]
-    assert A.as_list('["x^3", "sin x"]') == ["x^3", "sin x"]
-    assert A.as_list("x^3, sin x") == ["x^3", "sin x"]
-    assert A.as_list((1, 2)) == [1, 2]
-    with pytest.raises(TypeError, match="dimensions"):
-        A.as_list(None, name="dimensions")

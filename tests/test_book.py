@@ -102,3 +102,12 @@ def test_book_builds_without_warnings_and_shows_every_chapter(monkeypatch):
         assert "injected-parameters" not in page
         if notebook.stem[0].isdigit():
             assert f"<p>{notebook.stem[:2]}</p></td>" in status, f"{notebook.stem} missing from the status page"
+
+
+def test_list_parameters_from_papermill_strings():
+    assert book.as_list("[2, 3]") == [2, 3]
+    assert book.as_list('["x^3", "sin x"]') == ["x^3", "sin x"]
+    assert book.as_list("x^3, sin x") == ["x^3", "sin x"]
+    assert book.as_list((1, 2)) == [1, 2]
+    with pytest.raises(TypeError, match="dimensions"):
+        book.as_list(None, name="dimensions")

@@ -36,7 +36,6 @@ Two readings of the paper that the code makes explicit:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -452,24 +451,6 @@ def explanation_run(function: str, dimension: int, radius: float, metric: str, p
     """One grid configuration for :func:`explainopt.experiments.run_grid` (keyword arguments only)."""
     return optimize_explanations(function, dimension, radius, metric, pointwise=pointwise,
                                  eta_fraction=eta_fraction, solver=solver)
-
-
-def as_list(value, *, name: str = "parameter") -> list:
-    """A list parameter as given by papermill: a list/tuple, or a string (``-p dimensions "[2, 3]"``).
-
-    Strings are read as JSON, else as comma-separated items (``"x^3, sin x"``).
-    """
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = [item.strip() for item in value.split(",") if item.strip()]
-        return parsed if isinstance(parsed, list) else [parsed]
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        return [value]
-    raise TypeError(f"{name} must be a list or a string such as '[2, 3]'; got {type(value).__name__}")
 
 
 def experiment_configs(functions: Sequence[str], dimensions: Sequence[int], radii: Sequence[float] = RADII, *,

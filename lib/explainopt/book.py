@@ -91,6 +91,24 @@ class ChapterRun:
         return prov
 
 
+def as_list(value, *, name: str = "parameter") -> list:
+    """A list parameter as given by papermill: a list/tuple, or a string (``-p dimensions "[2, 3]"``).
+
+    Strings are read as JSON, else as comma-separated items (``"x^3, sin x"``).
+    """
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = [item.strip() for item in value.split(",") if item.strip()]
+        return parsed if isinstance(parsed, list) else [parsed]
+    if isinstance(value, (int, float)) or hasattr(value, "dtype"):
+        return [value]
+    raise TypeError(f"{name} must be a list or a string such as '[2, 3]'; got {type(value).__name__}")
+
+
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
     """Validate the common parameters, show the "this run" box and start the clock."""
     from IPython.display import Markdown, display
