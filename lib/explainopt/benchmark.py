@@ -62,7 +62,8 @@ def time_instance(config: dict, *, dataset: str = "robust-ce/ionosphere", n_fact
         statuses.append(res.status)
         valid.append(res.valid)
     return {**config, "solver": res.solver, "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),
-            "optimal": sum(s == solvers.OPTIMAL for s in statuses), "valid": int(sum(valid)),
+            "optimal": sum(s == solvers.OPTIMAL for s in statuses), "statuses": ",".join(sorted(set(statuses))),
+            "valid": int(sum(valid)),
             "factuals": n_factuals}
 
 
