@@ -11,6 +11,13 @@ BIN     = $(VENV)/bin
 SCALE  ?= book
 NAME   ?=
 
+# Offline machines (CI, the project's own) keep a pre-seeded data mirror beside the checkout; elsewhere
+# pooch downloads each file from its original address into the user cache.
+SHARED_DATA := $(abspath ../shared/data)
+ifneq ($(wildcard $(SHARED_DATA)/MANIFEST.json),)
+export EXPLAINOPT_DATA ?= $(SHARED_DATA)
+endif
+
 .PHONY: venv book chapter test benchmarks clean distclean
 
 venv: $(VENV)/.installed

@@ -155,8 +155,28 @@ def test_experiment_pipeline_on_a_toy_prep(moons):
         rows = P.table1_rows("carla/compas", prep, idx, res, methods)
         pp = next(r for r in rows if r["method"] == "PROPLACE")
         assert pp["validity"] == 100 and pp["vΔ"] == 100 and pp["vr"] == 100 and pp["paper l1"] == 0.039
+        timing = P.timing_table(P.proplace_log({"carla/compas": res}))
+        assert timing.loc["compas", "factuals"] == 2
+        assert timing.loc["compas", ["optimal", "certified", "neighbour"]].sum() == 2
+        assert timing.loc["compas", "inner_solves"] == sum(r["proplace"]["iterations"] for r in res)
+        assert timing.loc["compas", "exact_above_ibp"] <= timing.loc["compas", "inner_solves"]
         with pytest.raises(ValueError):
             P.run_factual("carla/compas", int(idx[0]), -1, 0, 1, ("nope",))
     finally:
         P._MODELS.pop(key, None)
         P._MODELS.pop(("nb", "carla/compas", -1, 0, 1), None)
+
+
+def test_inner_problem_check_finds_the_milp_exact_and_ibp_loose(moons):
+    X, _, net = moons
+    points = P.probe_points(net, X, DELTA, 4)
+    assert points.shape == (4, 2) and (points >= 0).all()
+    rows, summary, exact = P.inner_problem_check({"moons": (net, points, DELTA)})
+    assert exact and len(rows) == 4 and summary.loc["moons", "points"] == 4
+    assert (rows["IBP lower bound"] <= rows["exact MILP"] + 1e-7).all()
+
+
+def test_paper_only_rows_carry_the_papers_numbers():
+    rows = P.paper_only_rows(("RBR",), ["carla/heloc"])
+    assert rows == [{"dataset": "heloc", "method": "RBR (not run)", "paper vr": 80, "paper vΔ": 0, "paper l1": .038,
+                     "paper lof": 1.10}]

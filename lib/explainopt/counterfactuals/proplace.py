@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
+import pandas as pd
 from sklearn.neighbors import KDTree, LocalOutlierFactor
 
 from .. import solvers
@@ -548,6 +549,13 @@ def table1_rows(dataset: str, prep: dict, indices, results: list, methods) -> li
     return rows
 
 
+def paper_only_rows(methods, datasets) -> list[dict]:
+    """Table 1 rows that show only the paper's numbers, for methods this book does not run."""
+    return [{"dataset": ds.split("/")[-1], "method": f"{method} (not run)",
+             **dict(zip(("paper vr", "paper vΔ", "paper l1", "paper lof"), PAPER_TABLE1[method][ds]))}
+            for method in methods for ds in datasets]
+
+
 def compare_worst_cases(model, X, delta: float, *, restarts: int = 5, steps: int = 150, n_samples: int = 500) -> list[dict]:
     """At each row of X: the exact MILP worst case (eq. 6), the IBP lower bound, the best of projected
     gradient on the weight shifts (the non-convex program attacked locally) and of random shifts."""
@@ -561,9 +569,84 @@ def compare_worst_cases(model, X, delta: float, *, restarts: int = 5, steps: int
     return rows
 
 
-__all__ = ["MILP_R_DELTA", "NETWORKS", "PAPER_TABLE1", "ROBX_TAU", "compare_worst_cases", "factual_indices", "prepare",
-           "run_factual", "table1_rows", "NETWORKS", "ROBX_TAU", "factual_indices", "prepare", "run_factual",
-    "DELTAS", "K_NEIGHBOURS", "LofScorer", "ProplaceResult", "RobustNeighbours", "WorstCase", "brute_force_worst_case",
-    "delta_robust", "evaluate", "interval_layer_bounds", "interval_lower", "l1_distance", "local_worst_case", "outer_problem",
-    "plausible_vertices", "proplace", "protocol_split", "train_network", "worst_case_model",
+def probe_points(model, X, delta: float, n: int) -> np.ndarray:
+    """`n` points where the inner problem matters: rows of X predicted 0, each moved a fraction 0.2 … 0.9
+    of the way towards its nearest Delta-robust neighbour (they cross the network's boundary)."""
+    neighbours = RobustNeighbours(model, X, delta)
+    F = X[model_predict(model, X) == 0][:n]
+    a = np.linspace(0.2, 0.9, n)[: len(F), None]
+    return (1 - a) * F + a * np.array([neighbours.query(x, 1)[0] for x in F])
+
+
+def inner_problem_check(networks: dict) -> tuple[pd.DataFrame, pd.DataFrame, bool]:
+    """:func:`compare_worst_cases` on ``{name: (model, points, delta)}``.
+
+    Returns the rows, a per-network summary and whether the MILP was exact everywhere: its objective
+    equals the recovered network's forward pass, no local search or random shift beats it, and the
+    interval bound never exceeds it.
+    """
+    rows = pd.DataFrame([dict(net=name, **r) for name, (model, X, delta) in networks.items()
+                         for r in compare_worst_cases(model, X, delta)])
+    rows["exact − IBP"] = rows["exact MILP"] - rows["IBP lower bound"]
+    rows["local − exact"] = rows["local search (PGD)"] - rows["exact MILP"]
+    rows["random − exact"] = rows["random shifts"] - rows["exact MILP"]
+    rows["objective gap"] = (rows["MILP objective"] - rows["exact MILP"]).abs()
+    summary = rows.groupby("net", sort=False).agg(
+        points=("exact MILP", "size"), max_objective_gap=("objective gap", "max"),
+        min_local_minus_exact=("local − exact", "min"), min_random_minus_exact=("random − exact", "min"),
+        ibp_strictly_looser=("exact − IBP", lambda s: int((s > 1e-6).sum())), mean_exact_minus_ibp=("exact − IBP", "mean"),
+        mean_milp_time_s=("MILP time s", "mean"))
+    exact = bool((summary["max_objective_gap"] < 1e-5).all() and (summary["min_local_minus_exact"] > -1e-6).all()
+                 and (summary["min_random_minus_exact"] > -1e-6).all() and (rows["exact − IBP"] > -1e-6).all())
+    return rows, summary, exact
+
+
+def proplace_log(results: dict) -> pd.DataFrame:
+    """One row per PROPLACE run of :func:`run_factual` (``{dataset: [result, ...]}``): status, iterations,
+    times, and how often the exact inner worst case was above the interval bound (or robust where IBP is not)."""
+    return pd.DataFrame([dict(dataset=ds.split("/")[-1], **{k: v for k, v in r["proplace"].items() if k != "gaps"},
+                              inner_solves=len(r["proplace"]["gaps"]),
+                              exact_above_ibp=sum(w > lo + 1e-6 for w, lo in r["proplace"]["gaps"]),
+                              exact_robust_ibp_not=sum(w >= 0 > lo for w, lo in r["proplace"]["gaps"]))
+                         for ds, runs in results.items() for r in runs])
+
+
+def timing_table(log: pd.DataFrame) -> pd.DataFrame:
+    """Per dataset: how Algorithm 1 ended, iterations, mean outer/inner/total seconds, inner-solve counts."""
+    def count(status):
+        return "status", lambda s: int((s == status).sum())
+    return log.groupby("dataset", sort=False).agg(
+        factuals=("status", "size"), optimal=count("optimal"), certified=count("certified"), neighbour=count("neighbour"),
+        mean_iterations=("iterations", "mean"), max_iterations=("iterations", "max"), outer_s=("outer_time", "mean"),
+        inner_s=("inner_time", "mean"), total_s=("wall_time", "mean"), inner_solves=("inner_solves", "sum"),
+        exact_above_ibp=("exact_above_ibp", "sum"), exact_robust_ibp_not=("exact_robust_ibp_not", "sum"))
+
+
+def solver_comparison(preps: dict, indices: dict, *, solver_names=("highs", "gurobi"), n_factuals: int = 2) -> pd.DataFrame:
+    """PROPLACE on the first `n_factuals` of each dataset with each solver in turn (same instances, one run);
+    a solver that is missing, unlicensed or refuses the size (size-limited licence) gives a `failed` row."""
+    rows = []
+    for ds, prep in preps.items():
+        model, X1 = prep["model"], prep["split"]["X1"]
+        neighbours = RobustNeighbours(model, X1, DELTAS[ds])
+        for i in indices[ds][:n_factuals]:
+            x = X1[i]
+            vertices = plausible_vertices(x, neighbours.query(x, K_NEIGHBOURS.get(ds, 20)))
+            for name in solver_names:
+                try:
+                    r = proplace(model, x, vertices, DELTAS[ds], solver=name)
+                    rows.append(dict(dataset=ds, index=int(i), solver=name, status=r.status, iterations=r.iterations,
+                                     outer_s=r.outer_time, inner_s=r.inner_time, l1=r.distance))
+                except Exception as err:  # noqa: BLE001 - a licence refusal must not stop the chapter
+                    rows.append(dict(dataset=ds, index=int(i), solver=name, status=f"failed: {type(err).__name__}"))
+    return pd.DataFrame(rows)
+
+
+__all__ = [
+    "DELTAS", "K_NEIGHBOURS", "LofScorer", "MILP_R_DELTA", "NETWORKS", "PAPER_TABLE1", "ProplaceResult",
+    "ROBX_TAU", "RobustNeighbours", "WorstCase", "brute_force_worst_case", "compare_worst_cases",
+    "delta_robust", "evaluate", "factual_indices", "inner_problem_check", "interval_layer_bounds",
+    "interval_lower", "l1_distance", "local_worst_case", "outer_problem", "paper_only_rows",
+    "plausible_vertices", "prepare", "probe_points", "proplace", "proplace_log", "protocol_split",
+    "run_factual", "solver_comparison", "table1_rows", "timing_table", "train_network", "worst_case_model",
 ]
