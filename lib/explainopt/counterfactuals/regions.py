@@ -1014,6 +1014,7 @@ def plot_convergence(history, *, rho: float, ax=None, title: str = ""):
     ax2.plot(it, [h["radius"] for h in history], "--s", color="#E69F00", label="certified radius")
     ax2.axhline(rho, color="grey", lw=0.8, ls=":")
     ax.set(xlabel="iteration", ylabel="distance", title=title)
+    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
     ax2.set_ylabel("radius")
     ax2.grid(False)
     return ax, ax2
