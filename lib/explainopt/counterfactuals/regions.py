@@ -41,6 +41,7 @@ import cvxpy as cp
 import numpy as np
 
 from .. import solvers
+from ..encoders import encode, model_predict
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +84,6 @@ def model_family(model) -> str:
         f"robust regions support LogisticRegression, LinearSVC, DecisionTreeClassifier, RandomForest/"
         f"ExtraTrees/GradientBoostingClassifier, MLPClassifier and torch networks; got {type(model).__name__}"
     )
-
-
-def predict(model, X) -> np.ndarray:
-    """Class labels (0/1) from the model itself: ``model.predict`` (torch: logit > 0)."""
-    X = np.atleast_2d(np.asarray(X, dtype=float))
-    if hasattr(model, "predict"):
-        return np.asarray(model.predict(X)).astype(int)
-    import torch
-
-    with torch.no_grad():
-        out = model(torch.as_tensor(X, dtype=torch.float32)).numpy().reshape(len(X), -1)
-    return (out[:, -1] > 0).astype(int)
 
 
 def _check_norm(norm: str) -> str:
@@ -360,7 +349,6 @@ def _ensemble_ap(model, x_star, *, rho, norm, target, solver, time_limit) -> Adv
 
 def _network_ap(model, x_star, *, rho, norm, target, solver, time_limit) -> AdversarialResult:
     """ReLU networks: the MILP of eqs. (60)-(67): the worst logit over the set (bounds from the set)."""
-    from ..encoders import encode
 
     s = cp.Variable(len(x_star))
     enc = encode(model, x_star + s, lower=x_star - rho, upper=x_star + rho)
@@ -386,7 +374,7 @@ def certified_radius(model, x, *, norm: str = "linf", target: int = 1, cap: floa
     _check_norm(norm)
     x = np.asarray(x, dtype=float)
     family = model_family(model)
-    if predict(model, x)[0] != target:
+    if model_predict(model, x)[0] != target:
         return 0.0
     if family == LINEAR:
         beta, beta0 = _linear_coefficients(model)
@@ -405,7 +393,6 @@ def certified_radius(model, x, *, norm: str = "linf", target: int = 1, cap: floa
     if family == ENSEMBLE:
         cons, _ = _adverse_cell(tree_boxes(model), y, x, reach=cap, alpha_max=0.0, alpha=0.0, target=target)
     else:
-        from ..encoders import encode
 
         enc = encode(model, y, lower=x - cap, upper=x + cap)
         sign = 1.0 if target == 1 else -1.0
@@ -484,7 +471,6 @@ class MasterProblem:
     """(MP), eq. (6): the closest x to x_hat whose shifted copies x + s, s in Z, are all `target`."""
 
     def __init__(self, model, x_hat, *, lower, upper, target, objective="l1", margin=1e-4):
-        from ..encoders import encode
 
         self._encode = encode
         self.model, self.x_hat, self.target, self.margin = model, x_hat, target, margin
@@ -536,7 +522,7 @@ def robust_region(model, x_hat, *, rho: float, norm: str = "linf", target: int |
     n = len(x_hat)
     lower, upper = _as_bounds(lower, n), _as_bounds(upper, n)
     if target is None:
-        target = 1 - int(predict(model, x_hat)[0])
+        target = 1 - int(model_predict(model, x_hat)[0])
     if family == LINEAR:
         return _linear_region(model, x_hat, rho=rho, norm=norm, target=target, lower=lower, upper=upper,
                               objective=objective, margin=margin, solver=solver)
@@ -633,7 +619,7 @@ def single_leaf_region(model, x_hat, *, rho: float, norm: str = "linf", target: 
     n = len(x_hat)
     lower, upper = _as_bounds(lower, n), _as_bounds(upper, n)
     if target is None:
-        target = 1 - int(predict(model, x_hat)[0])
+        target = 1 - int(model_predict(model, x_hat)[0])
     boxes = tree_boxes(model)
     good = ~boxes.adverse(boxes.offset + boxes.scale * boxes.value[0], target)
     lo = np.maximum(boxes.lo[0][good] + rho + margin, lower)  # strict right branches: x - rho > t
@@ -688,12 +674,12 @@ def certify_region(model, x, *, rho: float, norm: str = "linf", target: int = 1,
                    epsilon: float = 1e-6, seed=0, solver=None, time_limit: float | None = None) -> Certificate:
     """Check that every point of ``x + S`` (radius `rho`) is predicted `target`, independently of the loop."""
     x = np.asarray(x, dtype=float)
-    centre_valid = bool(predict(model, x)[0] == target)
+    centre_valid = bool(model_predict(model, x)[0] == target)
     if rho <= 0:
         return Certificate(centre_valid, 0.0, -math.inf, solvers.OPTIMAL, 0, 0, centre_valid)
     ap = adversarial_problem(model, x, rho=rho, norm=norm, target=target, solver=solver, time_limit=time_limit)
     points = x + sample_set(len(x), rho=rho, norm=norm, n_samples=n_samples, seed=seed)
-    violations = int((predict(model, points) != target).sum())
+    violations = int((model_predict(model, points) != target).sum())
     ok = centre_valid and ap.status == solvers.OPTIMAL and ap.value <= epsilon and violations == 0
     return Certificate(bool(ok), float(rho), float(ap.value), ap.status, n_samples, violations, centre_valid)
 
@@ -812,7 +798,7 @@ def baseline_instance(*, dataset: str, model: str, rho: float, index: int, time_
     return {
         "dataset": dataset, "model": model, "rho": rho, "index": index,
         "ours_robust": ours_robust, "ours_valid": bool(ours["x"] is not None
-                                                        and predict(clf, ours["x"])[0] == ours["target"]),
+                                                        and model_predict(clf, ours["x"])[0] == ours["target"]),
         "ours_distance": ours["distance"], "ours_time": ours["time"], "ours_status": ours["status"],
         "ours_rho_bar": ours["rho_bar"], "solver": ours["solver"],
         "baseline_robust": bool(cert.certified), "baseline_valid": theirs.valid,
@@ -986,7 +972,7 @@ def plot_region_iterations(model, region: RobustRegion, x_hat, *, ax=None, resol
     ax = ax or plt.gca()
     g = np.linspace(lower, upper, resolution)
     xx, yy = np.meshgrid(g, g)
-    pred = predict(model, np.c_[xx.ravel(), yy.ravel()]).reshape(xx.shape)
+    pred = model_predict(model, np.c_[xx.ravel(), yy.ravel()]).reshape(xx.shape)
     ax.contourf(xx, yy, pred != region.target, levels=[-0.5, 0.5, 1.5], colors=["white", "#F4B6A6"])
     ax.plot(*np.asarray(x_hat)[:2], "k*", ms=12, label="factual")
     cmap = plt.get_cmap("viridis")
