@@ -292,3 +292,19 @@ def test_counterfactuals_on_close_thresholds_are_verified_by_the_forest(rng):
             if not ce.relaxed:
                 assert ce.valid and ce.meets_threshold, (ce.score, tau, ce.repaired)
             assert ce.repaired >= 0
+
+
+def test_simulation_configs_run_benchmarks_on_the_first_size_and_sims_per_size():
+    configs = ens.simulation_configs(datasets=["COMPAS", "Spambase"], sims={100: range(3), 400: range(2)},
+                                     n_estimators=[100, 400], alphas=[0.5], betas=[0.1], robust_on=["Spambase"],
+                                     contaminations=[0.1], lof_weights=[1.0], benchmarks_on=["COMPAS"])
+    count = {(c["dataset"], c["n_estimators"]): 0 for c in configs}
+    for c in configs:
+        count[c["dataset"], c["n_estimators"]] += 1
+    assert count == {("COMPAS", 100): 3, ("Spambase", 100): 3, ("COMPAS", 400): 2, ("Spambase", 400): 2}
+    first = [c for c in configs if c["n_estimators"] == 100]
+    assert all(c["contaminations"] == ([0.1] if c["dataset"] == "COMPAS" else []) for c in first)
+    assert all(c["betas"] == ([0.1] if c["dataset"] == "Spambase" else []) for c in first)
+    assert all(not c["betas"] and not c["contaminations"] and not c["lof_weights"]
+               for c in configs if c["n_estimators"] == 400)
+    assert len(ens.simulation_configs(datasets=["COMPAS"], sims=range(4), n_estimators=[100, 400])) == 8
