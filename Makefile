@@ -2,7 +2,8 @@
 #   make book                     execute every chapter at SCALE (default book) and build the HTML book
 #   make test                     unit tests, every notebook at the smoke scale, book build with -W
 #   make chapter NAME=02 SCALE=paper   execute one chapter into book/chapters/
-#   make benchmarks               the on-demand benchmarks (not part of the tests)
+#   make benchmarks               the on-demand benchmarks (not part of the tests);
+#                                 BENCH_ARGS="--quick" for a few minutes, see benchmarks/*.py --help
 #   make clean                    remove the build and the executed chapters (keeps .venv and .cache)
 
 PYTHON ?= python3
@@ -10,6 +11,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 SCALE  ?= book
 NAME   ?=
+BENCH_ARGS ?=
 
 # Offline machines (CI, the project's own) keep a pre-seeded data mirror beside the checkout; elsewhere
 # pooch downloads each file from its original address into the user cache.
@@ -42,7 +44,7 @@ test: venv
 	$(BIN)/python -m pytest -m book
 
 benchmarks: venv
-	for script in benchmarks/*.py; do $(BIN)/python $$script || exit 1; done
+	for script in benchmarks/*.py; do $(BIN)/python $$script $(BENCH_ARGS) || exit 1; done
 
 clean:
 	rm -rf _build book/chapters
