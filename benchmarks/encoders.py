@@ -21,6 +21,15 @@ from explainopt.experiments import atomic_write_bytes
 RESULTS = Path(__file__).parent / "results"
 
 
+def grid(args) -> list[dict]:
+    """The configurations: the issue's full grid, the quick one, or the sizes named on the command line."""
+    trees = args.trees or ([10, 50] if args.quick else [10, 50, 100, 500])
+    depths = args.depths or ([3, 5] if args.quick else [3, 5, 8])
+    widths = args.widths or ([10, 50] if args.quick else [10, 50, 100])
+    layers = args.layers or ([1, 2] if args.quick else [1, 2, 3])
+    return tree_grid(trees, depths) + network_grid(widths, layers)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small grid (10/50 trees, depth 3/5; width 10/50)")
@@ -32,21 +41,17 @@ def main():
     parser.add_argument("--widths", type=int, nargs="+", help="hidden widths (default 10 50 100)")
     parser.add_argument("--layers", type=int, nargs="+", help="hidden layers (default 1 2 3)")
     args = parser.parse_args()
-    grid = dict(n_trees=(10, 50), depths=(3, 5), widths=(10, 50), layers=(1, 2)) if args.quick else {}
-    grid |= {name: value for name, value in (("n_trees", args.trees), ("depths", args.depths),
-                                             ("widths", args.widths), ("layers", args.layers)) if value}
-    configs = (tree_grid(**{k: v for k, v in grid.items() if k in ("n_trees", "depths")})
-               + network_grid(**{k: v for k, v in grid.items() if k in ("widths", "layers")}))
+    configs = grid(args)
     frame = run_benchmark(configs, solver_names=args.solvers, time_limit=args.time_limit, n_factuals=args.factuals)
     RESULTS.mkdir(exist_ok=True)
     atomic_write_bytes(RESULTS / "encoders.csv", frame.to_csv(index=False).encode())
     print(frame.to_string(index=False))
     if "mean_s" not in frame:
         raise SystemExit("no instance was timed: see the error column above")
-    grid = sns.relplot(data=frame, x="size", y="mean_s", hue="option", style="solver", col="family",
+    plot = sns.relplot(data=frame, x="size", y="mean_s", hue="option", style="solver", col="family",
                        row="depth", kind="line", marker="o", facet_kws={"sharex": False})
-    grid.set(xscale="log", yscale="log", xlabel="trees / hidden width", ylabel="seconds per counterfactual")
-    grid.savefig(RESULTS / "encoders.png", dpi=120)
+    plot.set(xscale="log", yscale="log", xlabel="trees / hidden width", ylabel="seconds per counterfactual")
+    plot.savefig(RESULTS / "encoders.png", dpi=120)
     plt.close("all")
 
 
