@@ -45,11 +45,12 @@ def _check_x0(x0, n: int | None) -> np.ndarray:
     return x0
 
 
-def _distance(x, x0, norm: str, weights):
+def distance(diff, norm: str, weights=None):
+    """The cvxpy expression of ``||weights * diff||`` for ``norm`` in ``l1``, ``l2``, ``linf``."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
-    diff = x - x0 if weights is None else cp.multiply(np.asarray(weights, dtype=float), x - x0)
-    return {"l1": lambda: cp.norm1(diff), "l2": lambda: cp.norm2(diff), "linf": lambda: cp.norm_inf(diff)}[norm]()
+    diff = diff if weights is None else cp.multiply(np.asarray(weights, dtype=float), diff)
+    return {"l1": cp.norm1, "l2": cp.norm2, "linf": cp.norm_inf}[norm](diff)
 
 
 def is_valid(model, x, target: int, threshold: float | None = None) -> bool:
@@ -100,7 +101,7 @@ def nearest_counterfactual(
         cons = [x >= lo, x <= hi]
     enc = encode(model, x, lower=lo, upper=hi, **encode_options)
     cons += enc.constraints + enc.predicts(target, margin=margin, threshold=threshold)
-    problem = cp.Problem(cp.Minimize(_distance(x, x0, norm, weights)), cons)
+    problem = cp.Problem(cp.Minimize(distance(x - x0, norm, weights)), cons)
     res = solvers.solve(problem, solver=solver, time_limit=time_limit)
     if not res.has_solution or x.value is None:
         return CounterfactualResult(None, None, res.status, False, res.solve_time, res.solver)

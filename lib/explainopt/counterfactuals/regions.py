@@ -42,6 +42,7 @@ import numpy as np
 
 from .. import solvers
 from ..encoders import encode, model_predict
+from .nearest import distance
 
 log = logging.getLogger(__name__)
 
@@ -90,16 +91,6 @@ def _check_norm(norm: str) -> str:
     if norm not in NORMS:
         raise ValueError(f"norm={norm!r}: the uncertainty set is 'linf' (box) or 'l2' (ball)")
     return norm
-
-
-def _distance(v, kind: str):
-    if kind == "l1":
-        return cp.norm1(v)
-    if kind == "l2":
-        return cp.norm(v, 2)
-    if kind == "linf":
-        return cp.norm(v, "inf")
-    raise ValueError(f"objective={kind!r}: expected one of {OBJECTIVES}")
 
 
 def _np_norm(v, kind: str) -> float:
@@ -476,7 +467,7 @@ class MasterProblem:
         self.model, self.x_hat, self.target, self.margin = model, x_hat, target, margin
         self.lower, self.upper = lower, upper
         self.x = cp.Variable(len(x_hat))
-        self.objective = cp.Minimize(_distance(self.x - x_hat, objective))
+        self.objective = cp.Minimize(distance(self.x - x_hat, objective))
         self.constraints = [self.x >= lower, self.x <= upper]
         self.scenarios: list[np.ndarray] = []
 
@@ -588,7 +579,7 @@ def _linear_region(model, x_hat, *, rho, norm, target, lower, upper, objective, 
     sign = 1.0 if target == 1 else -1.0
     x = cp.Variable(len(x_hat))
     robust_score = sign * (beta @ x + beta0) - rho * np.linalg.norm(beta, ord=DUAL_ORD[norm])
-    problem = cp.Problem(cp.Minimize(_distance(x - x_hat, objective)), [x >= lower, x <= upper, robust_score >= margin])
+    problem = cp.Problem(cp.Minimize(distance(x - x_hat, objective)), [x >= lower, x <= upper, robust_score >= margin])
     res = solvers.solve(problem, solver=solver)
     ok = res.status == solvers.OPTIMAL
     return RobustRegion(
