@@ -308,3 +308,5 @@ def test_simulation_configs_run_benchmarks_on_the_first_size_and_sims_per_size()
     assert all(not c["betas"] and not c["contaminations"] and not c["lof_weights"]
                for c in configs if c["n_estimators"] == 400)
     assert len(ens.simulation_configs(datasets=["COMPAS"], sims=range(4), n_estimators=[100, 400])) == 8
+    counted = ens.simulation_configs(datasets=["COMPAS"], sims={100: 3, 400: 1}, first_sim=5, n_estimators=[100, 400])
+    assert [(c["n_estimators"], c["sim"]) for c in counted] == [(100, 5), (100, 6), (100, 7), (400, 5)]

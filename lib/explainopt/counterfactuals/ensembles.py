@@ -849,7 +849,7 @@ def dominated_share(points, *, dataset: str | None = None, tolerance: float = 0.
 
 # --------------------------------------------------------------------------- the chapter's grid
 
-def simulation_configs(*, datasets, sims, n_estimators=(100,), alphas=ALPHAS, betas=(), robust_on=(),
+def simulation_configs(*, datasets, sims, first_sim: int = 0, n_estimators=(100,), alphas=ALPHAS, betas=(), robust_on=(),
                        robust_alphas=None, contaminations=(), lof_weights=(), benchmarks_on=(), n_factuals: int = 5,
                        max_depth: int = 4, solver: str | None = None, time_limit: float | None = 60.0) -> list[dict]:
     """Keyword arguments of :func:`simulate` for every (dataset, simulation, forest size).
@@ -857,13 +857,18 @@ def simulation_configs(*, datasets, sims, n_estimators=(100,), alphas=ALPHAS, be
     Robust-SAA (``betas``) runs on the datasets in ``robust_on``, the plausibility benchmarks on those in
     ``benchmarks_on`` (both only for the first forest size); Robust-SAA uses ``robust_alphas`` (default:
     ``alphas``); everything is JSON-serializable for the
-    cache of ``experiments.run_grid``. ``sims`` is an iterable of simulation indices, or a mapping from
-    forest size to one (the paper runs 40 simulations with N = 100 and 20 with N = 400).
+    cache of ``experiments.run_grid``. ``sims`` is a number of simulations (indices ``first_sim`` on), an
+    iterable of indices, or a mapping from forest size to either (the paper runs 40 simulations with
+    N = 100 and 20 with N = 400).
     """
+    def indices(size):
+        chosen = sims[size] if isinstance(sims, dict) else sims
+        return range(first_sim, first_sim + chosen) if isinstance(chosen, int) else chosen
+
     configs = []
     for size_index, size in enumerate(n_estimators):
         for name in datasets:
-            for sim in (sims[size] if isinstance(sims, dict) else sims):
+            for sim in indices(size):
                 first = size_index == 0
                 configs.append(dict(
                     dataset=name, sim=int(sim), n_estimators=int(size), max_depth=max_depth, n_factuals=n_factuals,
