@@ -2,6 +2,8 @@
 #   make book                     execute every chapter at SCALE (default book) and build the HTML book
 #   make test                     unit tests, every notebook at the smoke scale, book build with -W
 #   make chapter NAME=02 SCALE=paper   execute one chapter into book/chapters/
+#   make paper NAME=05 BUDGET=2h  compute missing paper-scale cells into results/paper/05, then render it
+#   make student NAME=02          a student's copy of a chapter at the smoke scale, opened in JupyterLab
 #   make benchmarks               the on-demand benchmarks (not part of the tests);
 #                                 BENCH_ARGS="--quick" for a few minutes, see benchmarks/*.py --help
 #   make clean                    remove the build and the executed chapters (keeps .venv and .cache)
@@ -20,7 +22,7 @@ ifneq ($(wildcard $(SHARED_DATA)/MANIFEST.json),)
 export EXPLAINOPT_DATA ?= $(SHARED_DATA)
 endif
 
-.PHONY: venv book chapter test benchmarks clean distclean
+.PHONY: venv book chapter paper student browser test benchmarks clean distclean
 
 venv: $(VENV)/.installed
 
@@ -39,7 +41,23 @@ chapter: venv
 	@test -n "$(NAME)" || (echo "usage: make chapter NAME=01 [SCALE=book]"; exit 2)
 	$(BIN)/python -m explainopt.book run --scale $(SCALE) --only $(NAME)
 
-test: venv
+paper: venv
+	@test -n "$(NAME)" || (echo "usage: make paper NAME=05 BUDGET=2h [JOBS=-1]"; exit 2)
+	$(BIN)/python -m explainopt.book run --scale paper --only $(NAME) --budget $(or $(BUDGET),1h) --jobs $(or $(JOBS),-1)
+
+student: venv
+	@test -n "$(NAME)" || (echo "usage: make student NAME=02"; exit 2)
+	$(BIN)/python -m pip install --quiet -e ".[student]"
+	$(BIN)/python -m explainopt.book student $(NAME)
+
+# The browser test opens the built book in headless Chromium: Debian's, installed here when missing.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null \
+	  || echo "chromium could not be installed: the browser tests will be skipped"; }
+
+test: venv browser
 	$(BIN)/python -m pytest -n 2 -m "not slow and not book"
 	$(BIN)/python -m pytest -m book
 

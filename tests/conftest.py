@@ -1,6 +1,7 @@
-"""Shared test set-up: the data mirror and small helpers."""
+"""Shared test set-up: the data mirror, the smoke-scale book and small helpers."""
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,3 +17,26 @@ if "EXPLAINOPT_DATA" not in os.environ and SHARED_DATA.is_dir():
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def smoke_html():
+    """The book built at the smoke scale with warnings as errors (chapters executed by the notebook tests
+    of the first pytest run, or here if missing); returns the folder of the built HTML."""
+    from explainopt import book
+
+    root = ROOT / "_build" / "smoke"
+    chapters = root / "book" / "chapters"
+    os.environ["EXPLAINOPT_RESULTS"] = str(chapters / "results")
+    chapters.mkdir(parents=True, exist_ok=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, root / name)
+    for page in (ROOT / "book").glob("*.*"):
+        shutil.copy(page, root / "book" / page.name)
+    for notebook in book.chapter_notebooks():
+        if not (chapters / notebook.name).exists():
+            book.execute_chapter(notebook, chapters, {"scale": "smoke"}, progress=False)
+    book.write_status_page(chapters)
+    shutil.rmtree(root / "_build", ignore_errors=True)
+    book.build(root, warnings_as_errors=True)
+    return root / "_build" / "html"

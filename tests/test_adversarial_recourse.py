@@ -8,6 +8,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from explainopt.counterfactuals.adversarial_recourse import adversarial_recourse, torch_network, worst_perturbation
+from explainopt.counterfactuals.base import Counterfactual
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +39,30 @@ def test_worst_perturbation_stays_in_the_ball_and_lowers_the_margin(mlp):
 
 def test_recourse_is_valid_under_model_predict(mlp):
     model, X = mlp
-    for x_hat in X[:3]:
-        res = adversarial_recourse(model, x_hat, rho=0.05, outer_steps=100)
-        assert res.target == 1 - model.predict(x_hat[None])[0]
+    for x0 in X[:3]:
+        res = adversarial_recourse(model, x0, rho=0.05, outer_steps=100)
+        assert isinstance(res, Counterfactual) and res.solver == "gradient" and res.time > 0
+        assert res.target == 1 - model.predict(x0[None])[0]
         assert res.valid == (model.predict(res.x[None])[0] == res.target)
-        assert res.valid
+        assert res.valid and res.status == ("converged" if res.robust_by_attack else "round_limit")
         assert np.all((res.x >= 0) & (res.x <= 1))
+        assert res.distance == pytest.approx(np.abs(res.x - x0).sum())
+
+
+def test_the_same_random_state_gives_the_same_recourse(mlp):
+    model, X = mlp
+    first, again = (adversarial_recourse(model, X[0], rho=0.1, outer_steps=20, random_state=3) for _ in range(2))
+    np.testing.assert_array_equal(first.x, again.x)
+
+
+def test_a_torch_sequential_with_a_sigmoid_output_is_run_on_its_logit(mlp):
+    model, X = mlp
+    net = torch_network(model)
+    with_sigmoid = torch.nn.Sequential(*net, torch.nn.Sigmoid())
+    x = torch.as_tensor(X[:5])
+    np.testing.assert_allclose(torch_network(with_sigmoid)(x).numpy(), net(x).numpy())
+    res = adversarial_recourse(with_sigmoid, X[0], rho=0.05, outer_steps=20)
+    assert res.target == 1 - model.predict(X[:1])[0]
 
 
 def test_non_differentiable_models_are_rejected(mlp):
@@ -53,3 +72,5 @@ def test_non_differentiable_models_are_rejected(mlp):
         adversarial_recourse(tree, X[0], rho=0.1)
     with pytest.raises(ValueError, match="rho"):
         adversarial_recourse(mlp[0], X[0], rho=0.0)
+    with pytest.raises(ValueError, match="x0"):
+        adversarial_recourse(mlp[0], X[0, :2], rho=0.1)

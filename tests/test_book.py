@@ -1,18 +1,19 @@
 """The pipeline as a user meets it: clean notebooks, the papermill runner, the book build."""
 
 import json
-import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
 
+import pandas as pd
+
 from explainopt import book
+from explainopt.chapters import as_list, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SMOKE_ROOT = ROOT / "_build" / "smoke"          # a copy of the book tree, built at the smoke scale
-SMOKE_CHAPTERS = SMOKE_ROOT / "book" / "chapters"
+SMOKE_CHAPTERS = ROOT / "_build" / "smoke" / "book" / "chapters"  # see conftest.smoke_html
 NOTEBOOKS = book.chapter_notebooks()
 
 
@@ -79,35 +80,53 @@ def test_chapter_runs_at_smoke_scale(notebook, monkeypatch):
 
 
 @pytest.mark.book
-def test_book_builds_without_warnings_and_shows_every_chapter(monkeypatch):
-    """Build the smoke-scale book (chapters executed by the notebook tests, or here if missing)."""
-    monkeypatch.setenv("EXPLAINOPT_RESULTS", str(SMOKE_CHAPTERS / "results"))
-    SMOKE_CHAPTERS.mkdir(parents=True, exist_ok=True)
-    for name in ("_config.yml", "_toc.yml"):
-        shutil.copy(ROOT / name, SMOKE_ROOT / name)
-    for page in (ROOT / "book").glob("*.*"):
-        shutil.copy(page, SMOKE_ROOT / "book" / page.name)
+def test_book_builds_without_warnings_and_shows_every_chapter(smoke_html):
+    """The smoke-scale book (built by the `smoke_html` fixture with warnings as errors)."""
+    assert (smoke_html / "book" / "intro.html").exists()
+    status = (smoke_html / "book" / "chapters" / "status.html").read_text()
     for notebook in NOTEBOOKS:
-        if not (SMOKE_CHAPTERS / notebook.name).exists():
-            book.execute_chapter(notebook, SMOKE_CHAPTERS, {"scale": "smoke"}, progress=False)
-    book.write_status_page(SMOKE_CHAPTERS)
-    shutil.rmtree(SMOKE_ROOT / "_build", ignore_errors=True)
-    book.build(SMOKE_ROOT, warnings_as_errors=True)
-    html = SMOKE_ROOT / "_build" / "html"
-    assert (html / "book" / "intro.html").exists()
-    status = (html / "book" / "chapters" / "status.html").read_text()
-    for notebook in NOTEBOOKS:
-        page = (html / "book" / "chapters" / f"{notebook.stem}.html").read_text()
+        page = (smoke_html / "book" / "chapters" / f"{notebook.stem}.html").read_text()
         assert "<img" in page, f"{notebook.stem} shows no figure"
         assert "injected-parameters" not in page
         if notebook.stem[0].isdigit():
             assert f"<p>{notebook.stem[:2]}</p></td>" in status, f"{notebook.stem} missing from the status page"
 
 
+def test_a_students_copy_is_the_chapter_at_the_smoke_scale_and_keeps_their_edits(tmp_path):
+    copy = book.prepare_student_copy("01", tmp_path)
+    nb = nbformat.read(copy, as_version=4)
+    injected = [c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and 'scale = "smoke"' in injected[0].source
+    assert all(not getattr(c, "outputs", None) for c in nb.cells if c.cell_type == "code")
+    copy.write_text(copy.read_text() + "\n")  # the student's edit
+    edited = copy.read_text()
+    book.prepare_student_copy("01", tmp_path)
+    assert copy.read_text() == edited
+
+
 def test_list_parameters_from_papermill_strings():
-    assert book.as_list("[2, 3]") == [2, 3]
-    assert book.as_list('["x^3", "sin x"]') == ["x^3", "sin x"]
-    assert book.as_list("x^3, sin x") == ["x^3", "sin x"]
-    assert book.as_list((1, 2)) == [1, 2]
+    assert as_list("[2, 3]") == [2, 3]
+    assert as_list('["x^3", "sin x"]') == ["x^3", "sin x"]
+    assert as_list("x^3, sin x") == ["x^3", "sin x"]
+    assert as_list((1, 2)) == [1, 2]
     with pytest.raises(TypeError, match="dimensions"):
-        book.as_list(None, name="dimensions")
+        as_list(None, name="dimensions")
+
+
+def test_settings_are_the_scale_with_the_readers_overrides():
+    scales = {"smoke": {"datasets": ["a"], "instances": 1}, "book": {"datasets": ["a", "b"], "instances": 2}}
+    assert settings(scales, "book") == {"datasets": ["a", "b"], "instances": 2}
+    assert settings(scales, "book", datasets='["b"]', instances=None) == {"datasets": ["b"], "instances": 2}
+    assert settings(scales, "smoke", instances=5)["instances"] == 5
+    with pytest.raises(ValueError, match="unknown setting"):
+        settings(scales, "book", rhos=[0.1])
+    with pytest.raises(ValueError, match="scale='paper'"):
+        settings(scales, "paper")
+
+
+def test_the_run_records_the_solvers_its_results_name():
+    run = book.ChapterRun("99", {"scale": "smoke"})
+    run.record([{"solver": "highs+scip"}, {"solver": "highs", "fallback_from": "gurobi"}])
+    run.record(pd.DataFrame({"solver": ["clarabel"]}))
+    prov = run.provenance()
+    assert prov["solvers"] == "clarabel, highs, scip" and prov["fallbacks"] == {"gurobi": 1}

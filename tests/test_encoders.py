@@ -200,9 +200,9 @@ def test_interval_network_with_zero_delta_is_the_network_and_shifted_networks_st
     X, y = make_classification(300, 5, random_state=0)
     X = (X - X.min(0)) / np.ptp(X, 0)
     model = MLPClassifier((10, 10), max_iter=800, random_state=0).fit(X, y)
-    l0, u0 = IntervalNetwork(model, 0.0).bounds(X)
+    l0, u0 = IntervalNetwork(model, delta=0.0).bounds(X)
     assert np.allclose(l0, model_output(model, X)) and np.allclose(u0, l0)
-    inn = IntervalNetwork(model, 0.05)
+    inn = IntervalNetwork(model, delta=0.05)
     lower, upper = inn.bounds(X)
     for seed in range(50):
         shifted = forward(inn.sample(seed), X)
@@ -242,7 +242,7 @@ def test_unsupported_unfitted_multiclass_and_mismatched_models_are_refused():
     with pytest.raises(ValueError, match="lower.*NaN|NaN"):
         encode(DecisionTreeClassifier().fit(X, y == 0), x, lower=[0, np.nan, 0, 0], upper=1)
     with pytest.raises(ValueError, match="non-negative"):
-        encode(IntervalNetwork(MLPClassifier((3,), max_iter=50).fit(X, y == 0), 0.1), x, lower=-1, upper=1)
+        encode(IntervalNetwork(MLPClassifier((3,), max_iter=50).fit(X, y == 0), delta=0.1), x, lower=-1, upper=1)
     with pytest.raises(ValueError, match="Linear, ReLU"):
         encode(nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 1)), x, lower=0, upper=1)
     assert {"LogisticRegression", "RandomForestClassifier", "Sequential", "IntervalNetwork"} <= set(supported_models())

@@ -1,12 +1,18 @@
 """Robust counterfactuals for randomized ensembles (Forel et al.): thresholds, CEs, retraining validity."""
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.model_selection import train_test_split
+
+from explainopt.counterfactuals import Counterfactual, CounterfactualResult, nearest_counterfactual
 from explainopt.counterfactuals import ensembles as ens
+from explainopt.datasets import load_dataset
 
 # --------------------------------------------------------------------------- p*(N, alpha)
 
@@ -77,7 +83,7 @@ def test_robust_saa_follows_equation_8_by_hand():
 @pytest.mark.parametrize("form", ["paper", "code"])
 def test_robust_saa_is_above_direct_saa_and_more_conservative_for_smaller_beta(form):
     for n in (100, 101, 400):
-        for alpha in ens.ALPHAS:
+        for alpha in (0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05, 0.01):
             direct = ens.robustness_threshold(n, alpha)
             r10 = ens.robust_saa_threshold(n, alpha, 0.1, form=form)
             r05 = ens.robust_saa_threshold(n, alpha, 0.05, form=form)
@@ -124,21 +130,35 @@ def test_binomial_interval_covers_the_true_rate_about_95_percent(rng):
 # --------------------------------------------------------------------------- data, forests and CEs
 
 
+@dataclass
+class Forest:
+    """A forest with its training rows, factuals and feature spec (the set-up of Section 5)."""
+
+    forest: RandomForestClassifier
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_factual: np.ndarray
+    spec: list
+
+
+def _forest(name, *, n_estimators, max_depth, n_factuals=5):
+    data = load_dataset(f"ensembles/{name}").scaled()
+    X_train, X_factual, y_train, _ = train_test_split(data.X.to_numpy(float), data.y.to_numpy(int),
+                                                      test_size=n_factuals, random_state=0)
+    forest = RandomForestClassifier(n_estimators=n_estimators, max_depth=max_depth, max_features="sqrt",
+                                    random_state=0).fit(X_train, y_train)
+    return Forest(forest, X_train, y_train, X_factual, list(data.spec))
+
+
 @pytest.fixture(scope="module")
 def compas_sim():
-    from explainopt.datasets import load_dataset
-
-    data = load_dataset("ensembles/COMPAS").scaled()
-    return ens.make_simulation(data, sim=0, n_factuals=5, n_estimators=20, max_depth=3)
+    return _forest("COMPAS", n_estimators=20, max_depth=3)
 
 
-def test_simulation_follows_the_protocol(compas_sim):
-    s = compas_sim
-    assert s.X_factual.shape[0] == 5 and s.X_train.shape[0] == 5278 - 5
-    assert s.forest.random_state == 0 and s.retrained.random_state == 40
-    assert s.forest.max_depth == 3 and s.forest.max_features == "sqrt"
-    w = ens.feature_weights(s.spec)
+def test_feature_weights_are_one_on_continuous_and_a_quarter_elsewhere(compas_sim):
+    w = ens.feature_weights(compas_sim.spec)
     assert set(w) <= {0.25, 1.0}
+    assert all((wj == 1.0) == (f.kind == "continuous") for wj, f in zip(w, compas_sim.spec))
 
 
 def test_lof_candidates_are_the_nearest_target_points_with_positive_densities(compas_sim, rng):
@@ -215,98 +235,44 @@ def test_lof_penalty_never_shortens_the_counterfactual(compas_sim):
     assert with_lof.valid and with_lof.distance >= plain.distance - 1e-6
 
 
-def test_simulation_rows_report_retrained_validity_with_intervals():
-    rows = ens.simulate(dataset="COMPAS", sim=1, n_estimators=10, max_depth=3, n_factuals=2, alphas=[0.5, 0.1])
-    import pandas as pd
+def test_the_ensemble_counterfactual_is_the_nearest_counterfactual_with_a_score_threshold(compas_sim):
+    """Same feature space, distance, encoding and repair: without a relaxation, plausibility model or
+    penalty the two methods solve the same problem."""
+    s = compas_sim
+    weights = ens.feature_weights(s.spec)
+    tau, compared = ens.robustness_threshold(s.forest.n_estimators, 0.5), 0
+    for i in range(3):
+        target = 1 - int(s.forest.predict(s.X_factual[i:i + 1])[0])
+        ce = _ce(s, i, tau=tau)
+        near = nearest_counterfactual(s.forest, s.X_factual[i], s.spec, weights=weights, target=target,
+                                      threshold=tau if target == 1 else 1 - tau, margin=1e-5, mip_gap=1e-4)
+        assert isinstance(ce, Counterfactual) and isinstance(ce, CounterfactualResult)
+        if ce.relaxed:  # tau unreachable under the actionability constraints: the hard problems are infeasible
+            assert near.status == "infeasible"
+            continue
+        assert ce.distance == pytest.approx(near.distance, abs=1e-6) and ce.valid == near.valid
+        assert ce.score == pytest.approx(ce.model_output if target == 1 else 1 - ce.model_output)
+        assert ce.time >= ce.solve_time and ce.solver == near.solver
+        compared += 1
+    assert compared
 
-    frame = pd.DataFrame(rows)
-    assert len(frame) == 2 * 3 and set(frame.method) == {"naive", "direct-saa"}
-    hard = frame[~frame["relaxed"]]
-    assert len(hard) and hard["valid"].all() and hard["meets_threshold"].all()
-    table = ens.validity_table(frame, ["method"])
-    assert ((table.low <= table.rate) & (table.rate <= table.high)).all()
-    check = ens.check_counts(frame)
-    assert int(check["verified by T0"].iloc[0]) == int(check["hard"].iloc[0]) == len(hard)
-    assert int(check["relaxed"].iloc[0]) == len(frame) - len(hard)
+
+def test_bad_inputs_are_refused(compas_sim):
+    s = compas_sim
+    with pytest.raises(ValueError, match="tau"):
+        _ce(s, 0, tau=1.5)
+    with pytest.raises(ValueError, match="target"):
+        _ce(s, 0, target=2)
+    with pytest.raises(ValueError, match="features"):
+        ens.ensemble_counterfactual(s.forest, s.X_factual[0][:-1], spec=s.spec)
 
 
 # --------------------------------------------------------------------------- float32-safe encoding
 
 
-def _close_threshold_forest(rng):
-    """A forest on a feature whose values differ by less than a float32 spacing (as in Spambase)."""
-    from sklearn.ensemble import RandomForestClassifier
-
-    base = np.float64(np.float32(0.00576092))
-    X = rng.random((400, 3))
-    X[:200, 0] = base + rng.integers(-3, 4, 200) * 5e-11  # many values inside one float32 cell
-    y = (X[:, 0] > base) ^ (X[:, 1] > 0.5)
-    return RandomForestClassifier(n_estimators=15, max_depth=4, random_state=0).fit(X, y.astype(int)), X
-
-
-def test_float32_centred_forest_is_exactly_equivalent(rng):
-    forest, X = _close_threshold_forest(rng)
-    centred = ens.float32_centred(forest)
-    probe = np.vstack([X, X + rng.normal(scale=1e-9, size=X.shape), rng.random((500, 3))])
-    assert np.array_equal(forest.predict_proba(probe), centred.predict_proba(probe))
-    # thresholds sit strictly inside a float32 cell, and the original model is untouched
-    for est, orig in zip(centred.estimators_, forest.estimators_):
-        split = est.tree_.children_left != -1
-        t = est.tree_.threshold[split]
-        assert np.all(t.astype(np.float32).astype(np.float64) != t)
-        assert not np.array_equal(t, orig.tree_.threshold[split]) or not split.any()
-
-
-def test_isolation_forest_centring_keeps_inlier_decisions(rng):
-    from sklearn.ensemble import IsolationForest
-
-    X = rng.random((300, 4))
-    iso = IsolationForest(n_estimators=20, contamination=0.2, random_state=0).fit(X)
-    probe = rng.random((500, 4))
-    assert np.array_equal(iso.predict(probe), ens.float32_centred(iso).predict(probe))
-
-
 @pytest.mark.slow
 def test_spambase_counterfactual_is_valid_under_the_forest_despite_close_thresholds():
     """Regression: without float32 centring the incumbent fails the forest's own predict (score 0.45)."""
-    from explainopt.datasets import load_dataset
-
-    data = load_dataset("ensembles/Spambase").scaled()
-    sim = ens.make_simulation(data, sim=0, n_factuals=2, n_estimators=100, max_depth=4)
+    sim = _forest("Spambase", n_estimators=100, max_depth=4, n_factuals=2)
     ce = ens.ensemble_counterfactual(sim.forest, sim.X_factual[0], spec=sim.spec, tau=0.5, time_limit=10)
     assert ce.x is not None and ce.valid and ce.meets_threshold
-
-
-def test_counterfactuals_on_close_thresholds_are_verified_by_the_forest(rng):
-    """Thresholds closer than a float32 spacing and than the solver's tolerances: every returned point
-    reaches the score the MILP promised (float32 centring + repair onto the chosen leaves)."""
-    from explainopt.datasets import FeatureSpec
-
-    forest, X = _close_threshold_forest(rng)
-    spec = [FeatureSpec(name=f"f{j}", kind="continuous", lower=0.0, upper=1.0, actionability="free", group=None)
-            for j in range(3)]
-    for x0 in X[:3]:
-        for tau in (0.5, ens.robustness_threshold(15, 0.2)):
-            ce = ens.ensemble_counterfactual(forest, x0, spec=spec, tau=tau)
-            assert ce.x is not None
-            if not ce.relaxed:
-                assert ce.valid and ce.meets_threshold, (ce.score, tau, ce.repaired)
-            assert ce.repaired >= 0
-
-
-def test_simulation_configs_run_benchmarks_on_the_first_size_and_sims_per_size():
-    configs = ens.simulation_configs(datasets=["COMPAS", "Spambase"], sims={100: range(3), 400: range(2)},
-                                     n_estimators=[100, 400], alphas=[0.5], betas=[0.1], robust_on=["Spambase"],
-                                     contaminations=[0.1], lof_weights=[1.0], benchmarks_on=["COMPAS"])
-    count = {(c["dataset"], c["n_estimators"]): 0 for c in configs}
-    for c in configs:
-        count[c["dataset"], c["n_estimators"]] += 1
-    assert count == {("COMPAS", 100): 3, ("Spambase", 100): 3, ("COMPAS", 400): 2, ("Spambase", 400): 2}
-    first = [c for c in configs if c["n_estimators"] == 100]
-    assert all(c["contaminations"] == ([0.1] if c["dataset"] == "COMPAS" else []) for c in first)
-    assert all(c["betas"] == ([0.1] if c["dataset"] == "Spambase" else []) for c in first)
-    assert all(not c["betas"] and not c["contaminations"] and not c["lof_weights"]
-               for c in configs if c["n_estimators"] == 400)
-    assert len(ens.simulation_configs(datasets=["COMPAS"], sims=range(4), n_estimators=[100, 400])) == 8
-    counted = ens.simulation_configs(datasets=["COMPAS"], sims={100: 3, 400: 1}, first_sim=5, n_estimators=[100, 400])
-    assert [(c["n_estimators"], c["sim"]) for c in counted] == [(100, 5), (100, 6), (100, 7), (400, 5)]

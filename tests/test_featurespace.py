@@ -6,7 +6,7 @@ import pytest
 
 from explainopt import solvers
 from explainopt.datasets import FeatureSpec
-from explainopt.featurespace import feature_space
+from explainopt.featurespace import box_space, feature_space
 
 SPEC = [
     FeatureSpec("age", kind="discrete", lower=18, upper=90, actionability="increase"),
@@ -51,3 +51,12 @@ def test_bounds_after_actionability_are_what_encoders_see():
     space = feature_space(SPEC, X0)
     assert space.lower[0] == 30 and space.upper[0] == 90  # increase-only
     assert space.lower[6] == space.upper[6] == 1  # fixed
+
+
+def test_a_box_space_has_free_continuous_features_within_its_bounds():
+    space = box_space([0.0, -1.0], 2.0, 2)
+    assert list(space.kinds) == ["continuous", "continuous"] and list(space.upper) == [2.0, 2.0]
+    problem = cp.Problem(cp.Maximize(cp.sum(space.x)), space.constraints)
+    assert solvers.solve(problem).status == "optimal" and np.allclose(space.x.value, [2.0, 2.0])
+    with pytest.raises(ValueError, match="lower= and upper="):
+        box_space(None, 1.0, 2)

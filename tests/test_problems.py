@@ -4,7 +4,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from explainopt.problems import CVRP, Knapsack, ShortestPath, distance_matrix, greedy_fractional, pisinger_instance
+import pickle
+
+from explainopt.problems import (CVRP, Knapsack, ShortestPath, distance_matrix, greedy_fractional, pisinger_instance,
+                                 solve_many)
 
 
 @pytest.fixture(scope="module")
@@ -21,6 +24,7 @@ def test_dijkstra_matches_brute_force_over_all_paths(spp, rng):
 
 def test_shortest_path_solution_is_feasible_and_objective_is_consistent(spp):
     sol = spp.solve([0.3])
+    assert sol.solver == "networkx-dijkstra"
     assert spp.violation(sol.x, [0.3]) == 0.0
     assert spp.objective(sol.x, [0.3]) == pytest.approx(sol.objective)
 
@@ -41,8 +45,34 @@ def test_knapsack_highs_matches_greedy_fractional(rng):
         for theta in kp.sample(5, random_state=1):
             sol = kp.solve(theta)
             v, w = kp.split(theta)
+            assert sol.solver == "highs"
             assert sol.objective == pytest.approx(v @ greedy_fractional(v, w), rel=1e-7)
             assert kp.violation(sol.x, theta) <= 1e-9
+
+
+def test_knapsack_highs_model_is_reused_across_solves_and_pickles_without_it():
+    kp = pisinger_instance(6, random_state=4)
+    thetas = kp.sample(30, random_state=3)
+    first = [kp.solve(t) for t in thetas]
+    model = kp._highs
+    again = [kp.solve(t) for t in thetas[::-1]][::-1]      # other warm starts, same optima
+    assert kp._highs is model
+    for a, b, t in zip(first, again, thetas):
+        assert a.x == pytest.approx(b.x, abs=1e-9) and a.x == pytest.approx(greedy_fractional(*kp.split(t)), abs=1e-9)
+    assert pickle.loads(pickle.dumps(kp))._highs is None
+
+
+def test_knapsack_lp_goes_to_the_solver_it_is_given_and_pickles_without_its_model():
+    kp = pisinger_instance(8, "weakly_correlated", random_state=5, solver="clarabel")
+    greedy = Knapsack(kp.values, kp.weights, algorithm="greedy")
+    for theta in kp.sample(4, random_state=2):
+        sol = kp.solve(theta)
+        assert sol.solver == "clarabel" and greedy.solve(theta).solver == "greedy"
+        assert sol.objective == pytest.approx(greedy.solve(theta).objective, rel=1e-6)
+    copy = pickle.loads(pickle.dumps(kp))   # the cached cvxpy model is left behind and built again
+    assert copy.solve(kp.theta0).objective == pytest.approx(kp.solve(kp.theta0).objective)
+    with pytest.raises(ValueError, match="algorithm"):
+        Knapsack([1.0], [1.0], algorithm="simplex")
 
 
 def test_registry_knapsack_is_scaled_to_capacity_one():
@@ -81,12 +111,18 @@ def test_cvrp_sampling_keeps_total_demand_below_80_percent():
     assert np.all(thetas == np.trunc(thetas))
 
 
-def test_cvrp_ortools_solution_is_feasible_in_a_worker_process():
-    from explainopt.clemo import solve_many
-
+def test_cvrp_ortools_solution_is_feasible_in_an_isolated_process():
     problem = CVRP.from_registry(time_limit=0.1)
     sol = solve_many(problem, problem.theta0)[0]
+    assert sol.solver == "ortools-routing"
     assert problem.violation(sol.x, problem.theta0) == 0.0
     assert sol.objective == pytest.approx(problem.objective(sol.x, problem.theta0))
     visited = sorted(n for r in sol.extra["routes"] for n in r[1:-1])
     assert visited == list(range(1, 17))
+    assert sorted(problem.routes(sol.x)) == sorted(sol.extra["routes"])   # routes read back from the arcs
+
+
+def test_cvrp_raises_a_too_short_time_limit_until_it_has_a_solution():
+    problem = CVRP.from_registry(time_limit=1e-4)       # 1 ms: often no first solution on a busy machine
+    for sol in solve_many(problem, problem.sample(4, random_state=0)):
+        assert sol.status == "optimal" and 0 <= sol.extra["retries"] <= 3

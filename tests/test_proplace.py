@@ -1,15 +1,19 @@
-"""PROPLACE (chapter 4): exact inner problem, robust neighbours, Algorithm 1, metrics and baselines."""
+"""PROPLACE's algorithm: exact inner problem, robust neighbours, Algorithm 1, metrics, and the baselines.
+
+The protocol of chapter 4 (split, experiment cells, tables, claims) is tested in test_chapter_proplace.py.
+"""
 
 import numpy as np
 import pytest
-import torch
 from sklearn.datasets import make_moons
 from torch import nn
 
-from explainopt.encoders import IntervalNetwork, model_predict
-from explainopt.encoders.networks import forward
+from explainopt.chapters.proplace import train_network
+from explainopt.counterfactuals import Counterfactual
 from explainopt.counterfactuals import baselines as B
 from explainopt.counterfactuals import proplace as P
+from explainopt.encoders import IntervalNetwork, delta_robust, model_predict, network_layers
+from explainopt.encoders.networks import forward
 
 DELTA = 0.05
 
@@ -18,7 +22,7 @@ DELTA = 0.05
 def moons():
     X, y = make_moons(300, noise=0.2, random_state=0)
     X = (X - X.min(0)) / (X.max(0) - X.min(0))
-    net = P.train_network(X, y, width=6, epochs=20, seed=0)
+    net = train_network(X, y, width=6, epochs=20, random_state=0)
     return X, y, net
 
 
@@ -34,33 +38,33 @@ def test_trained_network_is_accurate_and_encodable(moons):
     assert (model_predict(net, X) == y).mean() > 0.8
 
 
-def test_interval_bounds_match_shared_interval_network(moons):
+def test_worst_case_reports_the_interval_networks_bound(moons):
     X, _, net = moons
-    layers = P.as_layers(net)
-    lower = IntervalNetwork(net, DELTA).bounds(X[:20])[0]
-    ours = [P.interval_layer_bounds(layers, x, DELTA)[-1][0][0] for x in X[:20]]
-    np.testing.assert_allclose(lower, ours, atol=1e-9)
+    lower = IntervalNetwork(net, delta=DELTA).bounds(X[:5])[0]
+    for x, bound in zip(X[:5], lower):
+        assert P.worst_case_model(net, x, delta=DELTA).interval_lower == pytest.approx(bound, abs=1e-12)
 
 
 def test_worst_case_is_exact_member_of_delta(moons):
     X, _, net = moons
-    layers = P.as_layers(net)
+    layers = network_layers(net)
     for x in X[:6]:
-        wc = P.worst_case_model(net, x, DELTA)
+        wc = P.worst_case_model(net, x, delta=DELTA)
         for (W, b), (Ws, bs) in zip(layers, wc.layers):  # a real member of Delta
             assert np.abs(Ws - W).max() <= DELTA + 1e-9 and np.abs(bs - b).max() <= DELTA + 1e-9
         assert wc.output == pytest.approx(wc.milp_objective, abs=1e-6)  # recovered model attains the MILP optimum
         assert wc.interval_lower <= wc.output + 1e-7  # IBP is a lower bound of the worst case
-        assert wc.output <= P.brute_force_worst_case(net, x, DELTA, n_samples=300) + 1e-7
-        assert wc.output <= P.local_worst_case(net, x, DELTA, restarts=2, steps=80) + 1e-7
+        assert wc.output <= P.brute_force_worst_case(net, x, delta=DELTA, n_samples=300) + 1e-7
+        assert wc.output <= P.local_worst_case(net, x, delta=DELTA, restarts=2, steps=80) + 1e-7
         assert wc.output <= forward(layers, x[None])[0] + 1e-9
+        assert wc.solver == "highs" and wc.status == "optimal"
 
 
 def test_one_hidden_layer_worst_case_equals_interval_bound():
     rng = np.random.default_rng(0)
     layers = [(rng.normal(size=(5, 3)), rng.normal(size=5)), (rng.normal(size=(1, 5)), rng.normal(size=1))]
     for x in rng.uniform(0, 1, (5, 3)):
-        wc = P.worst_case_model(layers, x, 0.1)
+        wc = P.worst_case_model(layers, x, delta=0.1)
         assert wc.output == pytest.approx(wc.interval_lower, abs=1e-6)
 
 
@@ -68,33 +72,43 @@ def test_interval_bound_is_strictly_loose_when_neurons_share_an_activation():
     # h = relu(x); out = relu(h) + relu(2 - h): IBP lets the two neurons see different h.
     layers = [(np.array([[1.0]]), np.array([0.0])), (np.array([[1.0], [-1.0]]), np.array([0.0, 2.0])),
               (np.array([[1.0, 1.0]]), np.array([0.0]))]
-    wc = P.worst_case_model(layers, np.array([1.0]), 0.1)
+    wc = P.worst_case_model(layers, np.array([1.0]), delta=0.1)
     assert wc.output > wc.interval_lower + 1e-3
-    assert wc.output <= P.local_worst_case(layers, np.array([1.0]), 0.1, restarts=4, steps=200) + 1e-7
+    assert wc.output <= P.local_worst_case(layers, np.array([1.0]), delta=0.1, restarts=4, steps=200) + 1e-7
 
 
 def test_worst_case_rejects_negative_inputs(moons):
     with pytest.raises(ValueError):
-        P.worst_case_model(moons[2], np.array([-0.1, 0.5]), DELTA)
+        P.worst_case_model(moons[2], np.array([-0.1, 0.5]), delta=DELTA)
+
+
+def test_reference_searches_are_reproducible_by_random_state(moons):
+    X, _, net = moons
+    a = P.brute_force_worst_case(net, X[0], delta=DELTA, n_samples=50, random_state=3)
+    assert a == P.brute_force_worst_case(net, X[0], delta=DELTA, n_samples=50, random_state=3)
+    b = P.local_worst_case(net, X[0], delta=DELTA, restarts=2, steps=20, random_state=3)
+    assert b == P.local_worst_case(net, X[0], delta=DELTA, restarts=2, steps=20, random_state=3)
 
 
 def test_robust_neighbours_are_the_k_nearest_robust_points(moons):
     X, _, net = moons
-    nb = P.RobustNeighbours(net, X, DELTA)
+    nb = P.RobustNeighbours(net, X, delta=DELTA)
     x = X[model_predict(net, X) == 0][0]
     S = nb.query(x, 5)
-    assert (model_predict(net, S) == 1).all() and P.delta_robust(net, S, DELTA).all()
-    ok = (model_predict(net, X) == 1) & P.delta_robust(net, X, DELTA)
+    assert (model_predict(net, S) == 1).all() and delta_robust(net, S, delta=DELTA).all()
+    ok = (model_predict(net, X) == 1) & delta_robust(net, X, delta=DELTA)
     dist = np.sort(np.linalg.norm(X[ok] - x, axis=1))[:5]
     np.testing.assert_allclose(np.sort(np.linalg.norm(S - x, axis=1)), dist)
 
 
 def test_proplace_returns_valid_robust_plausible_counterfactuals(moons, factuals):
     X, _, net = moons
-    nb = P.RobustNeighbours(net, X, DELTA)
+    nb = P.RobustNeighbours(net, X, delta=DELTA)
     for x in factuals:
         V = P.plausible_vertices(x, nb.query(x, 8))
-        res = P.proplace(net, x, V, DELTA)
+        res = P.proplace(net, x, V, delta=DELTA)
+        assert isinstance(res, Counterfactual) and res.solver == "highs" and res.fallback_from is None
+        assert res.time >= res.outer_time + res.inner_time
         assert res.status in ("optimal", "certified", "neighbour")
         assert res.valid and res.delta_valid and res.worst_case >= 0
         assert res.lambdas.sum() == pytest.approx(1) and (res.lambdas >= 0).all()
@@ -107,10 +121,12 @@ def test_proplace_returns_valid_robust_plausible_counterfactuals(moons, factuals
 
 def test_proplace_without_certify_stops_at_true_worst_case(moons, factuals):
     X, _, net = moons
-    nb = P.RobustNeighbours(net, X, DELTA)
+    nb = P.RobustNeighbours(net, X, delta=DELTA)
     x = factuals[0]
-    res = P.proplace(net, x, P.plausible_vertices(x, nb.query(x, 8)), DELTA, certify=False)
+    res = P.proplace(net, x, P.plausible_vertices(x, nb.query(x, 8)), delta=DELTA, certify=False)
     assert res.status == "optimal" and res.worst_case >= 0 and res.valid
+    with pytest.raises(TypeError):
+        P.proplace(net, x, P.plausible_vertices(x, nb.query(x, 8)), DELTA)  # delta is keyword-only
 
 
 def test_metrics(moons, factuals):
@@ -118,65 +134,32 @@ def test_metrics(moons, factuals):
     lof = P.LofScorer(X[y == 1])
     assert lof(X[y == 1][:5]).mean() < 1.5 and lof(np.array([[5.0, 5.0]]))[0] > 1.5
     C = np.vstack([factuals[:2], np.full((1, 2), np.nan)])
-    m = P.evaluate(net, factuals, C, DELTA, retrained=[net], lof=lof)
+    m = P.evaluate(net, factuals, C, delta=DELTA, retrained=[net], lof=lof)
     assert m["found"] == pytest.approx(200 / 3) and m["validity"] == 0 and m["vr"] == 0 and m["l1"] == 0
     assert P.l1_distance([1, 0], [0, 0]) == 0.5
-
-
-def test_protocol_split_sizes():
-    X = np.random.default_rng(0).uniform(size=(200, 3))
-    y = np.r_[np.zeros(100), np.ones(100)].astype(int)
-    s = P.protocol_split(X, y)
-    assert len(s["X1"]) + len(s["X1_test"]) == 99 and len(s["X2"]) + len(s["X2_test"]) == 101
 
 
 def test_baselines(moons, factuals):
     X, _, net = moons
     x = factuals[0]
-    xr, eps, robust = B.milp_r(net, x, DELTA)
-    assert robust and P.delta_robust(net, xr, DELTA)[0] and eps >= 0.02
-    for xp in (B.wachter(net, x), B.robx(net, x, X, K=200), B.roar_style(net, x, DELTA)):
+    r = B.milp_r(net, x, delta=DELTA)
+    assert r.robust and r.status == "robust" and delta_robust(net, r.x, delta=DELTA)[0] and r.eps >= 0.02
+    assert r.solver == "highs" and r.time > 0
+    for res in (B.wachter(net, x), B.robx(net, x, X, K=200), B.roar_style(net, x, delta=DELTA)):
+        assert isinstance(res, Counterfactual) and res.status in ("valid", "line_search", "training_point")
+        xp = res.x
         assert xp is not None and model_predict(net, xp[None])[0] == 1 and (xp >= 0).all() and (xp <= 1).all()
+    assert B.wachter(net, x).solver == B.GRADIENT_SOLVER and B.robx(net, x, X, K=200).solver == "highs"
     assert B.stability(net, X[:3], K=50).shape == (3,)
+    with pytest.raises(TypeError):
+        B.milp_r(net, x, DELTA)  # delta is keyword-only
 
 
-def test_experiment_pipeline_on_a_toy_prep(moons):
-    X, y, net = moons
-    split = {"X1": X, "y1": y, "X1_test": X, "y1_test": y}
-    prep = dict(split=split, model=net, retrained=[net], width=6, epochs=20, train_time=0.0, accuracy=1.0, columns=["a", "b"])
-    key = ("carla/compas", -1, 0, 1)
-    P._MODELS[key] = prep
-    try:
-        idx = P.factual_indices(prep, 2)
-        assert len(set(idx)) == 2 and (model_predict(net, X[idx]) == 0).all()
-        methods = ("PROPLACE", "MILP-R", "WCE")
-        res = [P.run_factual("carla/compas", int(i), -1, 0, 1, methods) for i in idx]
-        assert all(r["proplace"]["status"] in ("optimal", "certified") for r in res)
-        rows = P.table1_rows("carla/compas", prep, idx, res, methods)
-        pp = next(r for r in rows if r["method"] == "PROPLACE")
-        assert pp["validity"] == 100 and pp["vΔ"] == 100 and pp["vr"] == 100 and pp["paper l1"] == 0.039
-        timing = P.timing_table(P.proplace_log({"carla/compas": res}))
-        assert timing.loc["compas", "factuals"] == 2
-        assert timing.loc["compas", ["optimal", "certified", "neighbour"]].sum() == 2
-        assert timing.loc["compas", "inner_solves"] == sum(r["proplace"]["iterations"] for r in res)
-        assert timing.loc["compas", "exact_above_ibp"] <= timing.loc["compas", "inner_solves"]
-        with pytest.raises(ValueError):
-            P.run_factual("carla/compas", int(idx[0]), -1, 0, 1, ("nope",))
-    finally:
-        P._MODELS.pop(key, None)
-        P._MODELS.pop(("nb", "carla/compas", -1, 0, 1), None)
-
-
-def test_inner_problem_check_finds_the_milp_exact_and_ibp_loose(moons):
+def test_robx_with_a_given_base_names_no_solver_and_milp_r_reports_running_out(moons, factuals):
     X, _, net = moons
-    points = P.probe_points(net, X, DELTA, 4)
-    assert points.shape == (4, 2) and (points >= 0).all()
-    rows, summary, exact = P.inner_problem_check({"moons": (net, points, DELTA)})
-    assert exact and len(rows) == 4 and summary.loc["moons", "points"] == 4
-    assert (rows["IBP lower bound"] <= rows["exact MILP"] + 1e-7).all()
-
-
-def test_paper_only_rows_carry_the_papers_numbers():
-    rows = P.paper_only_rows(("RBR",), ["carla/heloc"])
-    assert rows == [{"dataset": "heloc", "method": "RBR (not run)", "paper vr": 80, "paper vΔ": 0, "paper l1": .038,
-                     "paper lof": 1.10}]
+    x = factuals[0]
+    base = B.milp_r(net, x, delta=0.0).x
+    res = B.robx(net, x, X, K=100, base=base)
+    assert res.solver == "" and res.x is not None
+    stuck = B.milp_r(net, x, delta=10.0, max_steps=2)  # no point is robust to shifts this large
+    assert stuck.status == "not_robust" and not stuck.robust and stuck.eps is None and stuck.x is not None

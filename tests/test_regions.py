@@ -4,12 +4,15 @@ import math
 
 import numpy as np
 import pytest
-from sklearn.ensemble import ExtraTreesClassifier, GradientBoostingClassifier, RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
+from sklearn.ensemble import (ExtraTreesClassifier, GradientBoostingClassifier, IsolationForest,
+                              RandomForestClassifier)
+from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
+from explainopt import encoders
 from explainopt.counterfactuals import regions as R
+from explainopt.counterfactuals.base import Counterfactual
 
 
 def _data(n=300, d=3, seed=0):
@@ -17,20 +20,6 @@ def _data(n=300, d=3, seed=0):
     X = rng.uniform(size=(n, d))
     y = (X[:, 0] + X[:, 1] ** 2 > 0.8).astype(int)
     return X, y
-
-
-def _encoders_ready(model) -> bool:
-    """The loop needs the shared encoders (issue 3); skip its tests until they can encode `model`."""
-    import cvxpy as cp
-
-    from explainopt.encoders import encode
-
-    try:
-        encode(model, cp.Variable(model.n_features_in_), lower=np.zeros(model.n_features_in_),
-               upper=np.ones(model.n_features_in_))
-    except TypeError:
-        return False
-    return True
 
 
 TREE_MODELS = [
@@ -51,6 +40,26 @@ def test_tree_boxes_reproduce_the_model_scores_and_predictions(model, rng):
     ref = model.decision_function(P) if isinstance(model, GradientBoostingClassifier) else model.predict_proba(P)[:, 1]
     np.testing.assert_allclose(score, ref, atol=1e-12)
     assert np.array_equal(boxes.adverse(score, target=1), model.predict(P) == 0)
+
+
+def test_gradient_boosting_boxes_carry_the_init_offset_of_the_encoders():
+    X, y = _data()
+    y[:250] = 1  # unbalanced classes: a clearly non-zero init log-odds
+    model = GradientBoostingClassifier(n_estimators=3, max_depth=2, learning_rate=1.0, random_state=0).fit(X, y)
+    boxes = R.tree_boxes(model)
+    assert boxes.constant == pytest.approx(encoders.gradient_boosting_offset(model)) and boxes.constant != 0
+    assert (boxes.threshold, boxes.inclusive) == (0.0, True)
+
+
+@pytest.mark.parametrize("norm", R.NORMS)
+def test_a_robust_region_for_an_sgd_classifier_is_the_linear_one_and_certified(norm):
+    X, y = _data()
+    model = SGDClassifier(loss="hinge", random_state=0).fit(X, y)
+    for x0 in X[:3]:
+        region = R.robust_region(model, x0, rho=0.05, norm=norm)
+        assert region.converged and region.iterations == 0
+        assert region.target == 1 - model.predict(x0[None])[0]
+        assert R.certify_region(model, region.x, rho=0.05, norm=norm, target=region.target, n_samples=3000).certified
 
 
 @pytest.mark.parametrize("norm", R.NORMS)
@@ -75,8 +84,8 @@ def test_linear_ap_is_the_closed_form_distance_to_the_hyperplane(norm, rng):
 def test_linear_region_is_eq69_and_certified(norm):
     X, y = _data()
     model = LogisticRegression().fit(X, y)
-    for x_hat in X[:5]:
-        region = R.robust_region(model, x_hat, rho=0.05, norm=norm)
+    for x0 in X[:5]:
+        region = R.robust_region(model, x0, rho=0.05, norm=norm)
         assert region.converged and region.iterations == 0
         assert R.certified_radius(model, region.x, norm=norm, target=region.target, cap=1) >= 0.05 - 1e-6
         assert R.certify_region(model, region.x, rho=0.05, norm=norm, target=region.target, n_samples=3000).certified
@@ -92,7 +101,7 @@ def test_tree_ap_per_leaf_equals_the_milp_and_agrees_with_sampling(norm, rng):
         leaves = R.adversarial_problem(model, x, rho=0.1, norm=norm, target=target)
         milp = R.adversarial_problem(model, x, rho=0.1, norm=norm, target=target, method="milp")
         assert leaves.value == pytest.approx(milp.value, abs=1e-6)
-        points = x + R.sample_set(3, rho=0.1, norm=norm, n_samples=6000, seed=i)
+        points = x + R.sample_set(3, rho=0.1, norm=norm, n_samples=6000, random_state=i)
         sampled_bad = (model.predict(points) != target).any()
         if leaves.value > 1e-3:  # a deep adverse point exists: sampling finds adverse points too
             assert sampled_bad
@@ -129,9 +138,9 @@ def test_ensemble_radius_equals_the_tree_radius_for_a_one_tree_forest():
 def test_single_leaf_heuristic_keeps_the_whole_box_in_one_target_leaf():
     X, y = _data()
     model = DecisionTreeClassifier(max_depth=5, random_state=0).fit(X, y)
-    for x_hat in X[:10]:
+    for x0 in X[:10]:
         for norm in R.NORMS:
-            region = R.single_leaf_region(model, x_hat, rho=0.05, norm=norm)
+            region = R.single_leaf_region(model, x0, rho=0.05, norm=norm)
             assert region.converged
             leaves = model.apply(region.x[None] + R.sample_set(3, rho=0.05, norm=norm, n_samples=2000))
             assert len(set(leaves)) == 1
@@ -160,18 +169,15 @@ def test_bad_inputs_raise_clear_errors():
         R.robust_region(model, X[0], rho=0.1, objective="l0")
     with pytest.raises(TypeError, match="support"):
         R.robust_region(object(), X[0], rho=0.1)
-    with pytest.raises(ValueError, match="model="):
-        R.paper_model("SVM3")
+    with pytest.raises(TypeError, match="famil"):
+        R.robust_region(IsolationForest(n_estimators=5, random_state=0).fit(X), X[0], rho=0.1)
+    with pytest.raises(ValueError, match="x0"):
+        R.robust_region(model, X[0, :2], rho=0.1)
+    with pytest.raises(TypeError, match="DecisionTreeClassifier"):
+        R.single_leaf_region(LogisticRegression().fit(X, y), X[0], rho=0.1)
 
 
-def test_paper_tables_hold_both_tables_for_every_configuration():
-    table = R.paper_tables()
-    assert len(table) == 2 * 2 * len(R.PAPER_MODELS) * len(R.DATASETS)
-    row = table.query("norm == 'linf' and rho == 0.05 and model == 'RF50' and dataset == 'diabetes'").iloc[0]
-    assert row.time == 303.27 and row.early_stops == 9 and row.rho_bar == 0.034
-
-
-# --------------------------------------------------------------------------- Algorithm 1 (needs the encoders)
+# --------------------------------------------------------------------------- Algorithm 1
 
 LOOP_MODELS = TREE_MODELS[:2] + [TREE_MODELS[3], MLPClassifier((8,), max_iter=3000, random_state=0)]
 
@@ -181,11 +187,10 @@ LOOP_MODELS = TREE_MODELS[:2] + [TREE_MODELS[3], MLPClassifier((8,), max_iter=30
 def test_algorithm1_returns_certified_regions(model, norm):
     X, y = _data()
     model.fit(X, y)
-    if not _encoders_ready(model):
-        pytest.skip("the shared encoders cannot encode this model yet")
-    for x_hat in X[:3]:
-        region = R.robust_region(model, x_hat, rho=0.05, norm=norm, time_limit=120, track_radius=True)
+    for x0 in X[:3]:
+        region = R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120, track_radius=True)
         assert region.converged, region.status
+        assert isinstance(region, Counterfactual) and region.found and region.solver and region.time > 0
         assert model.predict(region.x[None])[0] == region.target
         cert = R.certify_region(model, region.x, rho=0.05, norm=norm, target=region.target, n_samples=5000)
         assert cert.certified, cert
@@ -197,19 +202,15 @@ def test_algorithm1_returns_certified_regions(model, norm):
 def test_single_leaf_heuristic_is_never_closer_than_algorithm1():
     X, y = _data()
     model = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
-    if not _encoders_ready(model):
-        pytest.skip("the shared encoders cannot encode this model yet")
-    for x_hat in X[:5]:
-        exact = R.robust_region(model, x_hat, rho=0.05, norm="linf")
-        heuristic = R.single_leaf_region(model, x_hat, rho=0.05, norm="linf")
+    for x0 in X[:5]:
+        exact = R.robust_region(model, x0, rho=0.05, norm="linf")
+        heuristic = R.single_leaf_region(model, x0, rho=0.05, norm="linf")
         assert heuristic.distance >= exact.distance - 1e-3
 
 
 def test_early_stop_reports_the_best_certified_radius():
     X, y = _data()
     model = RandomForestClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, y)
-    if not _encoders_ready(model):
-        pytest.skip("the shared encoders cannot encode this model yet")
     region = R.robust_region(model, X[0], rho=0.1, norm="linf", max_iterations=1)
     if region.converged:
         pytest.skip("converged in one iteration")
@@ -225,8 +226,8 @@ def test_early_stop_rho_bar_is_certified_on_a_forest_whose_closed_leaf_side_touc
     (``x <= t``), so sampled corners were adverse; rho-bar is reported a hair inside."""
     X, y = _data(d=2, seed=3)
     model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
-    for x_hat in X[:4]:
-        region = R.robust_region(model, x_hat, rho=0.1, norm="linf", max_iterations=2)
+    for x0 in X[:4]:
+        region = R.robust_region(model, x0, rho=0.1, norm="linf", max_iterations=2)
         if region.converged or region.x is None:
             continue
         cert = R.certify_region(model, region.x, rho=region.rho_bar, norm="linf", target=region.target,
@@ -248,14 +249,210 @@ def test_algorithm1_distance_matches_a_brute_force_grid_on_a_2d_tree(depth):
     G1, G2 = np.meshgrid(axis, axis, indexing="ij")
     labels = model.predict(np.column_stack([G1.ravel(), G2.ravel()])).reshape(G1.shape)
     inside = (axis >= -1e-12) & (axis <= 1 + 1e-12)
-    for x_hat in X[:2]:
-        region = R.robust_region(model, x_hat, rho=rho, norm="linf", time_limit=60)
+    for x0 in X[:2]:
+        region = R.robust_region(model, x0, rho=rho, norm="linf", time_limit=60)
         assert region.converged and model.predict(region.x[None])[0] == region.target
         ok = (labels == region.target).astype(np.uint8)
         bounds = []
         for half in (int(np.ceil(rho / h)) + 1, int(np.floor(rho / h)) - 1):  # conservative, optimistic
             robust = minimum_filter(ok, size=2 * half + 1, mode="constant", cval=1)[np.ix_(inside, inside)]
             cand = np.column_stack([G1[np.ix_(inside, inside)][robust == 1], G2[np.ix_(inside, inside)][robust == 1]])
-            bounds.append(np.abs(cand - x_hat).sum(axis=1).min())
+            bounds.append(np.abs(cand - x0).sum(axis=1).min())
         upper, lower = bounds
         assert lower - 2 * h <= region.distance <= upper + 1e-6, (lower, region.distance, upper)
+
+
+# --------------------------------------------------------------------------- optimum unchanged by the speed work
+
+#: l1 distances of Algorithm 1 on fixed instances (``_data()``, rho 0.05, domain [0, 1], the first rows),
+#: recorded with the code before the speed work (issue 12): the optimum must not move.
+RECORDED = {
+    ("DT4", "linf"): [0.1157255, 0.1509151, 0.1886314, 0.603425],
+    ("DT4", "l2"): [0.1157255, 0.1509151, 0.1886314, 0.603425],
+    ("RF5", "linf"): [0.0669162, 0.0898698],
+}
+RECORDED_MODELS = {"DT4": TREE_MODELS[0], "RF5": TREE_MODELS[1]}
+
+
+@pytest.mark.parametrize("cuts", [1, 4])
+@pytest.mark.parametrize("key", list(RECORDED), ids=lambda k: "-".join(k))
+def test_the_optimum_on_fixed_instances_is_the_recorded_one(key, cuts):
+    X, y = _data()
+    model = RECORDED_MODELS[key[0]].fit(X, y)
+    for x0, before in zip(X, RECORDED[key]):
+        region = R.robust_region(model, x0, rho=0.05, norm=key[1], cuts=cuts, time_limit=120)
+        assert region.converged and region.distance == pytest.approx(before, abs=2e-6)
+        assert region.scenarios >= region.iterations and region.compile_time > 0
+
+
+def test_every_adverse_leaf_of_a_tree_is_a_violated_scenario():
+    X, y = _data()
+    model = DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, y)
+    x = np.array([0.45, 0.5, 0.5])
+    target = 1 - int(model.predict(x[None])[0])
+    ap = R.adversarial_problem(model, x, rho=0.2, norm="linf", target=target)
+    assert ap.value > 0 and len(ap.more) >= 1
+    for s in [ap.scenario] + ap.more:
+        assert np.abs(s).max() <= 0.2 + 1e-12 and model.predict((x + s)[None])[0] != target
+
+
+def test_sampled_adverse_cells_of_an_ensemble_are_violated_scenarios():
+    X, y = _data()
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    boxes = R.tree_boxes(model)
+    for norm in R.NORMS:
+        x = np.array([0.45, 0.5, 0.5])
+        target = 1 - int(model.predict(x[None])[0])
+        cells = R._adverse_cells(boxes, x, rho=0.2, norm=norm, target=target, rng=np.random.default_rng(0))
+        assert cells
+        for s in cells:
+            assert np.linalg.norm(s, ord=np.inf if norm == "linf" else 2) <= 0.2 + 1e-9
+            assert model.predict((x + s)[None])[0] != target
+
+
+# --------------------------------------------------------------------------- the domain
+
+@pytest.mark.parametrize("norm", R.NORMS)
+@pytest.mark.parametrize("model", TREE_MODELS[:2], ids=lambda m: type(m).__name__)
+def test_an_unbounded_domain_gives_a_tree_the_optimum_of_a_wide_box(model, norm):
+    X, y = _data()
+    model.fit(X, y)
+    for x0 in X[:2]:
+        free = R.robust_region(model, x0, rho=0.05, norm=norm, lower=None, upper=None, time_limit=120)
+        wide = R.robust_region(model, x0, rho=0.05, norm=norm, lower=-5.0, upper=6.0, time_limit=120)
+        assert free.converged and wide.converged
+        assert free.distance == pytest.approx(wide.distance, abs=2e-6)
+        lo, hi = free.domain
+        assert np.all(lo > -5) and np.all(hi < 6)  # closed just beyond the thresholds, not at the wide box
+        assert R.certify_region(model, free.x, rho=0.05, norm=norm, target=free.target, n_samples=2000).certified
+
+
+def test_tree_domain_closes_only_the_infinite_sides_beyond_every_threshold():
+    X, y = _data()
+    model = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    boxes = R.tree_boxes(model)
+    x0 = np.array([0.5, 0.5, 0.5])
+    lo, hi = R.tree_domain(boxes, x0, np.array([-np.inf, 0.0, -np.inf]), np.full(3, np.inf), rho=0.1)
+    used = np.unique(model.tree_.feature[model.tree_.feature >= 0])
+    thresholds = model.tree_.threshold[model.tree_.feature >= 0]
+    features = model.tree_.feature[model.tree_.feature >= 0]
+    for f in range(3):
+        t = thresholds[features == f]
+        if f not in used:
+            assert (f == 1 and lo[f] == 0.0) or lo[f] == x0[f]
+            assert hi[f] == x0[f]
+            continue
+        assert hi[f] > t.max() + 0.1 and hi[f] >= x0[f]
+        assert lo[f] == 0.0 if f == 1 else lo[f] < t.min() - 0.1
+
+
+def test_an_unbounded_domain_for_a_linear_model_is_the_closed_form():
+    """l1 objective, l-inf set, no box: move the single feature with the largest |beta| until the
+    robust score reaches the margin (the cheapest direction of an l1 step)."""
+    X, y = _data()
+    model = LogisticRegression().fit(X, y)
+    beta, beta0 = model.coef_[0], model.intercept_[0]
+    x0 = X[0]
+    region = R.robust_region(model, x0, rho=0.05, lower=None, upper=None, margin=0.0)
+    sign = 1 if region.target == 1 else -1
+    need = 0.05 * np.abs(beta).sum() - sign * (beta @ x0 + beta0)
+    assert region.converged and region.distance == pytest.approx(max(0.0, need) / np.abs(beta).max(), rel=1e-6)
+
+
+def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach():
+    X, y = _data()
+    model = MLPClassifier((8,), max_iter=3000, random_state=0).fit(X, y)
+    for x0 in X[:2]:
+        free = R.robust_region(model, x0, rho=0.05, lower=None, upper=None, reach=0.5, time_limit=120)
+        wide = R.robust_region(model, x0, rho=0.05, lower=x0 - 3, upper=x0 + 3, time_limit=120)
+        assert free.converged and free.distance == pytest.approx(wide.distance, abs=1e-5)
+        lo, hi = free.domain
+        assert free.distance <= (hi - x0).min() + 1e-9 and free.distance <= (x0 - lo).min() + 1e-9
+
+
+def test_bad_domain_and_options_raise_clear_errors():
+    X, y = _data()
+    model = DecisionTreeClassifier(max_depth=2).fit(X, y)
+    with pytest.raises(ValueError, match="exceeds"):
+        R.robust_region(model, X[0], rho=0.1, lower=1.0, upper=0.0)
+    with pytest.raises(ValueError, match="NaN"):
+        R.robust_region(model, X[0], rho=0.1, lower=np.nan)
+    with pytest.raises(ValueError, match="cuts"):
+        R.robust_region(model, X[0], rho=0.1, cuts=0)
+    with pytest.raises(ValueError, match="reach"):
+        R.robust_region(MLPClassifier((2,), max_iter=50).fit(X, y), X[0], rho=0.1, reach=0.0)
+
+
+# --------------------------------------------------------------------------- the Gurobi path
+
+def _gurobi_presolve(monkeypatch):
+    """Make every proven infeasible solve come back as Gurobi's presolve answers it: INF_OR_UNBD."""
+    import cvxpy as cp
+
+    real = cp.Problem.solve
+
+    def solve(self, *args, **kwargs):
+        value = real(self, *args, **kwargs)
+        if self.status == cp.INFEASIBLE:
+            self._status = cp.settings.INFEASIBLE_OR_UNBOUNDED
+        return value
+
+    monkeypatch.setattr(cp.Problem, "solve", solve)
+
+
+def test_an_adversarial_problem_answered_infeasible_or_unbounded_means_robust(monkeypatch):
+    """Issue 12: the robust point's AP is infeasible; Gurobi's presolve says INF_OR_UNBD, which must
+    not end the loop early (every problem here is bounded by construction)."""
+    X, y = _data()
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    plain = [R.robust_region(model, x0, rho=0.05, time_limit=60) for x0 in X[:3]]
+    _gurobi_presolve(monkeypatch)
+    for x0, before in zip(X[:3], plain):
+        region = R.robust_region(model, x0, rho=0.05, time_limit=60)
+        assert region.converged, region.status
+        assert region.distance == pytest.approx(before.distance, abs=1e-6)
+        assert region.history[-1].ap_value == -math.inf
+    x = plain[0].x
+    assert R.certified_radius(model, x, target=plain[0].target, cap=0.01) == pytest.approx(0.01)
+
+
+def test_a_model_too_large_for_the_licence_falls_back_and_the_region_says_so(monkeypatch):
+    """A size-limited commercial licence refuses the growing master problem: the open-source solver
+    solves it, the region converges to the same optimum and names the refusing solver."""
+    from explainopt import solvers
+
+    real_choose, real_solve = solvers.choose_solver, solvers._solve_with
+
+    def choose(kind, solver=None):
+        return "gurobi" if solver == "gurobi" else real_choose(kind, solver)
+
+    def solve_with(problem, name, kind, **kwargs):
+        if name != "gurobi":
+            return real_solve(problem, name, kind, **kwargs)
+        if problem.size_metrics.num_scalar_variables > 60:
+            return solvers.SolveResult(solvers.LICENCE_LIMIT, None, name, 0.0, message="gurobi: licence too small")
+        result = real_solve(problem, real_choose(kind, None), kind, **kwargs)
+        result.solver = "gurobi"
+        return result
+
+    X, y = _data()
+    model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
+    plain = R.robust_region(model, X[2], rho=0.05, time_limit=60)
+    monkeypatch.setattr(solvers, "choose_solver", choose)
+    monkeypatch.setattr(solvers, "_solve_with", solve_with)
+    region = R.robust_region(model, X[2], rho=0.05, time_limit=60, solver="gurobi")
+    assert region.converged and region.distance == pytest.approx(plain.distance, abs=1e-6)
+    assert region.fallback_from == "gurobi" and "highs" in region.solver and "gurobi" in region.solver
+
+
+@pytest.mark.skipif(not __import__("explainopt").solvers.solver_available("gurobi"), reason="gurobi unavailable")
+@pytest.mark.parametrize("model", [TREE_MODELS[1], LOOP_MODELS[-1]], ids=lambda m: type(m).__name__)
+def test_gurobi_converges_to_the_open_source_optimum(model):
+    X, y = _data()
+    model.fit(X, y)
+    for x0 in X[:2]:
+        ours = R.robust_region(model, x0, rho=0.05, solver="gurobi", time_limit=60)
+        open_source = R.robust_region(model, x0, rho=0.05, time_limit=60)
+        assert ours.converged, ours.status
+        assert ours.distance == pytest.approx(open_source.distance, abs=1e-5)
+        assert R.certify_region(model, ours.x, rho=0.05, target=ours.target, n_samples=2000).certified

@@ -26,5 +26,32 @@ def test_status_table_counts_claims_per_chapter(tmp_path, monkeypatch):
     table = status_table(tmp_path)
     row = table.iloc[0]
     assert row["chapter"] == "01" and row["scale"] == "smoke" and row["solvers"] == "clarabel"
-    assert row["claims reproduced"] == "1 of 2" and row["differ"] == 1 and row["not run at this scale"] == 1
+    assert row["reproduced"] == "1 of 2" and row["differ"] == 1 and row["not run"] == 1
     assert list(claims_table(claims).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
+
+
+def test_status_and_claims_side_by_side_per_scale(tmp_path):
+    book_dir, paper_dir = tmp_path / "book", tmp_path / "paper"
+    save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)], {"scale": "book"}, folder=book_dir)
+    save_chapter_results("02", [claim("a", paper=1, ours=1, holds=False)],
+                         {"scale": "paper", "cells": {"computed": 1840, "total": 4320}}, folder=paper_dir)
+    table = reporting.status_table({"this build": book_dir, "paper (store)": paper_dir})
+    row = table.iloc[0]
+    assert row["this build: reproduced"] == "1 of 1" and row["paper (store): differ"] == 1
+    assert row["paper (store): cells"] == "1840 of 4320"
+    claims = reporting.claims_by_scale({"this build": book_dir, "paper (store)": paper_dir})
+    assert claims.iloc[0].to_dict() == {"chapter": "02", "claim": "a", "this build": "reproduced",
+                                        "paper (store)": "differs"}
+
+
+def test_missing_data_reads_not_run():
+    import numpy as np
+    import pandas as pd
+
+    assert claim("a", paper=1, ours="", holds=float("nan")).verdict == "not run"
+    assert reporting.every(pd.Series([], dtype=float), lambda v: v <= 2) is None
+    assert claim("a", paper=1, ours="", holds=reporting.every([], bool)).verdict == "not run"
+    assert reporting.every([1.0, np.nan]) is None and reporting.missing(None) and not reporting.missing(0.0, [1])
+    assert reporting.every([1, 2], lambda v: v < 3) is True and reporting.every([1, 5], lambda v: v < 3) is False
+    few = claim("a", paper=1, ours=1, holds=True, evidence=5, minimum=20)
+    assert few.verdict == "not run" and "5 of the 20" in few.why

@@ -94,3 +94,64 @@ def test_mixed_integer_quadratic_problem_is_solved_by_scip():
     res = solve(cp.Problem(cp.Minimize(cp.sum_squares(z - 0.4)), [cp.sum(z) >= 1]))
     assert res.status == "optimal" and res.solver == "scip"
     assert res.objective == pytest.approx(0.36 + 0.16 + 0.16)
+
+
+def test_auto_reads_the_environment_like_none(monkeypatch):
+    monkeypatch.setenv("EXPLAINOPT_SOLVER", "scip")
+    assert choose_solver("milp", "auto") == choose_solver("milp", None) == "scip"
+    monkeypatch.delenv("EXPLAINOPT_SOLVER")
+    assert choose_solver("milp", "auto") == "highs"
+
+
+def _infeasible_milp():
+    z = cp.Variable(2, integer=True)
+    return cp.Problem(cp.Minimize(cp.sum(z)), [z >= 1, z <= 0.5, z <= 10, z >= -10])
+
+
+def test_infeasible_or_unbounded_is_infeasible_when_the_caller_knows_the_set_is_bounded(monkeypatch):
+    problem = _infeasible_milp()
+
+    def presolve_answer(self, *args, **kwargs):  # what Gurobi's presolve says of an infeasible MILP
+        self._status = cp.settings.INFEASIBLE_OR_UNBOUNDED
+
+    monkeypatch.setattr(cp.Problem, "solve", presolve_answer)
+    assert solve(problem, solver="highs", bounded=True).status == "infeasible"
+    assert solve(problem, solver="highs").status == "error"  # undecided without the re-solve
+
+
+@pytest.mark.skipif(not solvers.solver_available("gurobi"), reason="Gurobi is not installed and licensed here")
+def test_gurobi_decides_infeasible_or_unbounded():
+    assert solve(_infeasible_milp(), solver="gurobi").status == "infeasible"
+    assert solve(_infeasible_milp(), solver="gurobi", bounded=True).status == "infeasible"
+
+
+def test_a_model_refused_by_a_size_limited_licence_falls_back_to_open_source(monkeypatch):
+    real_solve = cp.Problem.solve
+
+    def refuse_gurobi(self, *args, solver=None, **kwargs):
+        if solver == "GUROBI":
+            raise cp.error.SolverError("Solver 'GUROBI' failed.")
+        kwargs.pop("reoptimize", None)
+        return real_solve(self, *args, solver=solver, **kwargs)
+
+    monkeypatch.setattr(cp.Problem, "solve", refuse_gurobi)
+    monkeypatch.setattr(solvers, "probe", lambda name: (True, "ok"))
+    monkeypatch.setattr(solvers, "_licence_refusal", lambda problem, name: f"{name}: licence too small")
+    x = cp.Variable(3, integer=True)
+    problem = cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1, x <= 3])
+    res = solve(problem, solver="gurobi")
+    assert res.status == "optimal" and res.solver == "highs" and res.fallback_from == "gurobi"
+    assert "licence too small" in res.message and res.objective == pytest.approx(3.0)
+    refused = solve(problem, solver="gurobi", fallback=False)
+    assert refused.status == "licence_limit" and not refused.has_solution
+
+
+@pytest.mark.skipif(not solvers.solver_available("gurobi") or solvers.licence_size_limit("gurobi") is None,
+                    reason="needs Gurobi with a size-limited licence")
+def test_gurobi_size_limited_licence_is_a_clear_status():
+    x = cp.Variable(3000, integer=True)
+    problem = cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1, x <= 3])
+    refused = solve(problem, solver="gurobi", fallback=False)
+    assert refused.status == "licence_limit" and "3000 variables" in refused.message
+    res = solve(problem, solver="gurobi")
+    assert res.status == "optimal" and res.solver == "highs" and res.fallback_from == "gurobi"

@@ -1,11 +1,17 @@
 """explainopt: optimization-based explanations of machine-learning and optimization models.
 
-The shared library of the explainopt compendium. Modules by concept:
-``solvers`` (choosing and calling solvers), ``datasets`` (registry and loaders), ``encoders`` (trained
-models as mixed-integer constraints), ``counterfactuals`` (nearest, robust-region, PROPLACE and
-robust-ensemble counterfactuals), ``attributions`` (explanation optimization), ``problems`` and
-``clemo`` (explaining optimization models), ``metrics``, ``experiments``, ``plots``, ``reporting``
-and ``book`` (the notebook runner).
+The shared library of the explainopt compendium, in two layers.
+
+Algorithms, by concept, reusable on your own models and data: ``solvers`` (choosing and calling
+solvers), ``datasets`` and ``featurespace`` (data and the feature space of a counterfactual),
+``encoders`` (trained models as mixed-integer constraints), ``counterfactuals`` (nearest, robust-region,
+PROPLACE, robust-ensemble counterfactuals and baselines), ``attributions`` (explanation optimization),
+``problems`` and ``clemo`` (explaining optimization models).
+
+Chapters (``explainopt.chapters``): each paper's experimental protocol, its transcribed numbers and
+claim checks, on top of the algorithms. Infrastructure: ``experiments`` (cached, resumable grids),
+``reporting`` (claims and verdicts), ``plots`` (one figure style), ``benchmark`` and ``book`` (the
+notebook runner).
 """
 
 __version__ = "0.1.0"

@@ -3,15 +3,21 @@
 Command line::
 
     python -m explainopt.book run --scale smoke|book|paper [--only 01 03] [-p name value ...]
+    python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS]
     python -m explainopt.book build [--warnings-as-errors]
+    python -m explainopt.book student 02 [--no-lab]
 
 ``run`` executes ``notebooks/NN_*.ipynb`` into ``book/chapters/`` (a failing cell fails the command,
 naming the notebook and the cell), hides the papermill-injected parameters cell in the rendered book,
-and regenerates the reproduction-status page from the chapters' saved results. ``build`` runs
-``jupyter-book build`` with execution off (papermill has already run the chapters).
+and regenerates the reproduction-status page from the chapters' saved results. With ``--budget`` it
+first computes, in parallel and most informative first, the chapter's grid cells that the results store
+(``results/<scale>/NN``) does not hold yet, and stops submitting cells when the budget is spent; run it
+again, on any machine, to go on. At the paper scale a chapter renders from the store and computes no
+cell itself. ``build`` runs ``jupyter-book build`` with execution off.
 
-Inside a notebook, :func:`start_chapter` shows the "this run" box and :meth:`ChapterRun.finish`
-saves the claims table and shows the provenance footer.
+Inside a notebook, :func:`start_chapter` shows the "this run" box, :meth:`ChapterRun.grid` runs a grid
+of the chapter through its cache, and :meth:`ChapterRun.finish` saves the claims table and shows the
+provenance footer.
 """
 
 from __future__ import annotations
@@ -19,22 +25,25 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
+import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
 import nbformat
+import pandas as pd
+import papermill
+import plotly
+import yaml
+from IPython.display import Markdown, display
 
-from . import reporting
+from . import chapters, reporting
+from .experiments import ROOT, Grid, chapter_cache, grid_progress, machine, parse_duration, run_grid, versions
 
-ROOT = Path(__file__).resolve().parents[2]
 SCALES = ("smoke", "book", "paper")
-VERSIONED = ("explainopt", "numpy", "scikit-learn", "cvxpy", "highspy", "clarabel", "pyscipopt", "torch",
-             "ortools", "gurobipy", "mosek")
 
 
 class ChapterFailed(RuntimeError):
@@ -43,28 +52,61 @@ class ChapterFailed(RuntimeError):
 
 # --------------------------------------------------------------------------- inside a chapter
 
-def versions() -> dict[str, str]:
-    """Versions of Python and of the packages that shape the results."""
-    out = {"python": platform.python_version()}
-    for name in VERSIONED:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+def _field(result, name: str):
+    return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
 
 
 @dataclass
 class ChapterRun:
-    """Provenance of one chapter execution: parameters, start time, solvers used."""
+    """Provenance of one chapter execution: parameters, start time, the solvers that produced results."""
 
     chapter: str
     parameters: dict
     started: float = field(default_factory=time.perf_counter)
-    solvers: set = field(default_factory=set)
+    solvers: Counter = field(default_factory=Counter)
+    fallbacks: Counter = field(default_factory=Counter)
+    cells: Counter = field(default_factory=Counter)  # "total", "computed" over the grids run
+
+    @property
+    def scale(self) -> str:
+        return self.parameters["scale"]
+
+    def grid(self, grid: Grid, *, n_jobs: int = 1) -> list:
+        """Run a grid of the chapter through the chapter's cache (:func:`~explainopt.experiments.chapter_cache`).
+
+        Below the paper scale missing cells are computed; at the paper scale the chapter renders from the
+        results store and missing cells come back as None (``python -m explainopt.book run --budget``
+        computes them). Records the solvers the results name and how many cells were available.
+        """
+        results = run_grid(grid.func, grid.configs, cache=chapter_cache(self.chapter, self.scale),
+                           missing="skip" if self.scale == "paper" else "compute", n_jobs=n_jobs, progress=False)
+        self.cells["total"] += len(results)
+        self.cells["computed"] += sum(r is not None for r in results)
+        self.record([r for r in results if isinstance(r, dict)])
+        return results
+
+    def coverage(self) -> str:
+        """"1 840 of 4 320 cells" of the grids run so far (Markdown)."""
+        return f"{self.cells['computed']:,} of {self.cells['total']:,} cells".replace(",", " ")
+
+    def record(self, results) -> None:
+        """Count the solvers named by results: dicts or objects with a ``solver`` field (``"highs+scip"``
+        names two), a DataFrame with a ``solver`` column, or a list of them. A ``fallback_from`` field
+        counts the cells a commercial solver refused for its licence's size."""
+        if isinstance(results, pd.DataFrame):
+            results = results.to_dict("records")
+        elif isinstance(results, dict) or hasattr(results, "solver"):
+            results = [results]
+        for result in results:
+            for name in str(_field(result, "solver") or "").split("+"):
+                if name and name != "nan":
+                    self.solvers[name] += 1
+            refused = _field(result, "fallback_from")
+            if isinstance(refused, str) and refused:
+                self.fallbacks[refused] += 1
 
     def used(self, *solver_names: str) -> None:
-        """Record solver names that produced results in this run."""
+        """Record solvers (or algorithms) that produced results without a result object to read."""
         self.solvers.update(s for s in solver_names if s)
 
     def provenance(self) -> dict:
@@ -72,63 +114,69 @@ class ChapterRun:
             "scale": self.parameters.get("scale"),
             "parameters": self.parameters,
             "solvers": ", ".join(sorted(self.solvers)) or "none",
+            "fallbacks": dict(self.fallbacks),
+            "cells": dict(self.cells),
             "wall_time_s": time.perf_counter() - self.started,
             "versions": versions(),
-            "platform": f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores",
+            "platform": machine(),
         }
 
     def finish(self, claims: list, tables: dict | None = None):
         """Save the claims (for the status page) and display the provenance footer."""
-        from IPython.display import Markdown, display
-
         prov = self.provenance()
         reporting.save_chapter_results(self.chapter, claims, prov, tables)
+        if self.scale == "paper":  # the paper-scale verdicts travel with the store they were computed from
+            reporting.save_chapter_results(self.chapter, claims, prov, folder=ROOT / "results" / "paper")
         pkgs = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
+        refused = "".join(f"; {n} cells that {name} refused (licence too small) were solved by the open-source "
+                          "solver" for name, n in self.fallbacks.items())
+        grid = f"; {self.coverage()} of the grid computed" if self.cells["total"] else ""
         display(Markdown(
-            f"*Provenance: scale `{prov['scale']}`, solvers {prov['solvers']}, wall time "
+            f"*Provenance: scale `{prov['scale']}`{grid}, solvers {prov['solvers']}{refused}, wall time "
             f"{prov['wall_time_s']:.0f} s on {prov['platform']}; {pkgs}.*"
         ))
         return prov
 
 
-def as_list(value, *, name: str = "parameter") -> list:
-    """A list parameter as given by papermill: a list/tuple, or a string (``-p dimensions "[2, 3]"``).
-
-    Strings are read as JSON, else as comma-separated items (``"x^3, sin x"``).
-    """
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, str):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError:
-            parsed = [item.strip() for item in value.split(",") if item.strip()]
-        return parsed if isinstance(parsed, list) else [parsed]
-    if isinstance(value, (int, float)) or hasattr(value, "dtype"):
-        return [value]
-    raise TypeError(f"{name} must be a list or a string such as '[2, 3]'; got {type(value).__name__}")
-
-
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
     """Validate the common parameters, show the "this run" box and start the clock."""
-    from IPython.display import Markdown, display
-
     scale = parameters.get("scale")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
     rows = "\n".join(f"| `{k}` | `{v!r}` |" for k, v in parameters.items())
-    display(Markdown(f"**This run.** Parameters (change them with papermill `-p`):\n\n| parameter | value |\n|---|---|\n{rows}\n"))
+    display(Markdown(f"**This run.** Parameters (change them with papermill `-p`):\n\n| parameter | value |\n|---|---|\n{rows}\n"
+                     + run_it_yourself(chapter)))
     return ChapterRun(chapter, dict(parameters))
+
+
+def repository() -> tuple[str, str]:
+    """The compendium's public repository URL and branch, from ``_config.yml``."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text()).get("repository", {})
+    return config.get("url", "").rstrip("/"), config.get("branch", "main")
+
+
+def run_it_yourself(chapter: str) -> str:
+    """Links that open the chapter's source notebook on the usual notebook services, and the local command."""
+    notebook = chapter_notebooks([chapter])[0].name if chapter_notebooks([chapter], missing_ok=True) else ""
+    url, branch = repository()
+    if not (url.startswith("https://github.com/") and notebook):
+        return ""
+    slug, path = url.removeprefix("https://github.com/"), f"notebooks/{notebook}"
+    return (f"\n**Run it yourself:** [Binder](https://mybinder.org/v2/gh/{slug}/{branch}?labpath={path}) · "
+            f"[Colab](https://colab.research.google.com/github/{slug}/blob/{branch}/{path}) "
+            f"(first `!pip install git+{url}`) · [source notebook]({url}/blob/{branch}/{path}) · "
+            f"on your machine `make student NAME={chapter}` (smoke scale, opens JupyterLab).\n")
 
 
 # --------------------------------------------------------------------------- running notebooks
 
-def chapter_notebooks(only: list[str] | None = None, folder: Path | None = None) -> list[Path]:
+def chapter_notebooks(only: list[str] | None = None, folder: Path | None = None, *,
+                      missing_ok: bool = False) -> list[Path]:
     """Chapter notebooks in order, optionally only those whose name starts with one of `only`."""
     notebooks = sorted((folder or ROOT / "notebooks").glob("[0-9A-Z][0-9]_*.ipynb"))
     if only:
         notebooks = [nb for nb in notebooks if any(nb.name.startswith(o) for o in only)]
-        if not notebooks:
+        if not notebooks and not missing_ok:
             raise ValueError(f"no notebook matches {only}; notebooks start with 01, 02, ...")
     return notebooks
 
@@ -146,8 +194,6 @@ def hide_injected_parameters(path: Path) -> None:
 
 def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progress: bool = True) -> Path:
     """Execute one notebook with papermill; raise :class:`ChapterFailed` naming the failing cell."""
-    import papermill
-
     output_dir.mkdir(parents=True, exist_ok=True)
     output = output_dir / notebook.name
     os.environ.setdefault("EXPLAINOPT_RESULTS", str((output_dir / "results").resolve()))
@@ -164,29 +210,62 @@ def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progr
 
 
 def write_status_page(output_dir: Path) -> Path:
-    """The reproduction-status page, generated from the chapters' results files."""
-    table = reporting.status_table(output_dir / "results")
+    """The reproduction-status page, generated from the chapters' results files: the scale this book
+    was built at, and the paper scale as the committed results store last rendered it."""
+    folders = {"this build": output_dir / "results", "paper (store)": ROOT / "results" / "paper"}
+    table = reporting.status_table(folders)
+    claims = reporting.claims_by_scale(folders)
     body = table.to_markdown(index=False) if len(table) else "_No chapter has been executed yet._"
+    detail = claims.to_markdown(index=False) if len(claims) else ""
     page = output_dir / "status.md"
     page.write_text(
         "# Reproduction status\n\n"
         "Generated by `python -m explainopt.book run` from the claims tables that the executed chapters "
         "saved; nothing on this page is written by hand. A claim is *reproduced* when our number supports "
         "the paper's statement, *partly* when it does in part, *differs* when it does not (the chapter "
-        "explains why), and *not run* when the scale that ran is too small to check it.\n\n" + body + "\n"
+        "explains why), and *not run* when the scale that ran is too small to check it. The paper-scale "
+        "columns come from the committed results store (`results/paper/`): how much of each chapter's grid "
+        "it holds is in the column *cells*.\n\n" + body + "\n"
+        + (f"\n## Every claim, by scale\n\n{detail}\n" if detail else "")
     )
     return page
 
 
+def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None) -> dict:
+    """Compute the cells of a chapter's grids that its results store lacks, most informative first, until
+    `budget` (seconds or ``"2h"``) is spent. Returns ``{grid: {"cells", "computed", "stale"}}`` afterwards."""
+    module = chapters.module(chapter)
+    deadline = None if budget is None else time.monotonic() + parse_duration(budget)
+    store, report = chapter_cache(chapter, scale), {}
+    for name, grid in module.grids(chapters.settings(module.SCALES, scale)).items():
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if left is None or left > 0:
+            run_grid(grid.func, grid.configs, cache=store, order=grid.order, budget=left, n_jobs=n_jobs,
+                     scheduler=scheduler, description=f"{chapter} {name}")
+        report[name] = grid_progress(grid.func, grid.configs, store)
+    return report
+
+
 def run(scale: str, only: list[str] | None = None, output_dir: Path | None = None,
-        parameters: dict | None = None) -> list[Path]:
-    """Execute the chapters at `scale` into `output_dir` (default ``book/chapters``)."""
+        parameters: dict | None = None, *, budget=None, n_jobs: int = -1, scheduler: str | None = None) -> list[Path]:
+    """Execute the chapters at `scale` into `output_dir` (default ``book/chapters``); with a `budget`,
+    first :func:`fill` their results stores (the budget is shared, chapter after chapter)."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
     output_dir = Path(output_dir or ROOT / "book" / "chapters")
     os.environ["EXPLAINOPT_RESULTS"] = str((output_dir / "results").resolve())
+    notebooks = chapter_notebooks(only)
+    if budget is not None:
+        deadline = time.monotonic() + parse_duration(budget)
+        for notebook in notebooks:
+            if chapters.has_grids(notebook.name[:2]):
+                report = fill(notebook.name[:2], scale, budget=max(0.0, deadline - time.monotonic()),
+                              n_jobs=n_jobs, scheduler=scheduler)
+                for name, p in report.items():
+                    print(f"[explainopt] {notebook.name[:2]} {name}: {p['computed']} of {p['cells']} cells stored"
+                          + (f" ({p['stale']} stale)" if p["stale"] else ""), flush=True)
     done = []
-    for notebook in chapter_notebooks(only):
+    for notebook in notebooks:
         start = time.perf_counter()
         print(f"[explainopt] {notebook.name} at scale {scale} ...", flush=True)
         done.append(execute_chapter(notebook, output_dir, {"scale": scale, **(parameters or {})}))
@@ -202,6 +281,18 @@ def build(root: Path | None = None, *, warnings_as_errors: bool = False) -> None
     if warnings_as_errors:
         cmd += ["-W", "-n", "--keep-going"]
     subprocess.run(cmd, check=True)
+
+
+def prepare_student_copy(chapter: str, folder: Path | None = None, scale: str = "smoke") -> Path:
+    """A copy of the chapter's notebook for a student, its parameters set to `scale` (not executed):
+    ``student/NN_name.ipynb``; an existing copy (the student's own edits) is never overwritten."""
+    notebook = chapter_notebooks([chapter])[0]
+    target = Path(folder or ROOT / "student") / notebook.name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        papermill.execute_notebook(str(notebook), str(target), parameters={"scale": scale}, prepare_only=True,
+                                   kernel_name="python3")
+    return target
 
 
 def _parse_value(text: str):
@@ -220,18 +311,51 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--output", type=Path, help="output folder (default book/chapters)")
     p_run.add_argument("-p", nargs=2, action="append", metavar=("NAME", "VALUE"), default=[],
                        help="extra notebook parameter (value parsed as JSON when possible)")
+    p_run.add_argument("--budget", help="first compute missing grid cells into the results store for at most "
+                                         "this long (e.g. 2h, 90m), most informative first")
+    p_run.add_argument("--jobs", type=int, default=-1, help="parallel workers for --budget (-1: all cores)")
+    p_run.add_argument("--scheduler", help="address of a dask.distributed scheduler to compute the cells on")
     p_build = sub.add_parser("build", help="build the HTML book with jupyter-book (execution off)")
     p_build.add_argument("--warnings-as-errors", action="store_true")
+    p_student = sub.add_parser("student", help="a student's copy of a chapter at the smoke scale, opened in JupyterLab")
+    p_student.add_argument("chapter", help="chapter prefix, e.g. 02")
+    p_student.add_argument("--no-lab", action="store_true", help="only write student/NN_name.ipynb")
     args = parser.parse_args(argv)
     if args.command == "run":
         try:
-            run(args.scale, args.only, args.output, {k: _parse_value(v) for k, v in args.p})
+            run(args.scale, args.only, args.output, {k: _parse_value(v) for k, v in args.p}, budget=args.budget,
+                n_jobs=args.jobs, scheduler=args.scheduler)
         except ChapterFailed as exc:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
             return 1
+    elif args.command == "student":
+        copy = prepare_student_copy(args.chapter)
+        print(f"[explainopt] {copy.relative_to(ROOT)} (scale smoke; change the parameters cell to go further)")
+        if not args.no_lab:
+            lab = Path(sys.executable).with_name("jupyter-lab")
+            os.execv(lab, [str(lab), str(copy)])
     else:
         build(warnings_as_errors=args.warnings_as_errors)
     return 0
+
+
+# --------------------------------------------------------------------------- Sphinx extension
+
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+
+def _copy_plotly(app, exception) -> None:
+    if exception is None:
+        (Path(app.outdir) / "_static").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PLOTLY_JS, Path(app.outdir) / "_static" / PLOTLY_JS.name)
+
+
+def setup(app) -> dict:
+    """Sphinx extension (named in ``_config.yml``): every page loads plotly.js from ``_static``, so the
+    interactive figures (:func:`explainopt.plots.interactive`) work in the built book without network."""
+    app.add_js_file(PLOTLY_JS.name)
+    app.connect("build-finished", _copy_plotly)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 
 if __name__ == "__main__":

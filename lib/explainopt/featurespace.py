@@ -1,11 +1,12 @@
 """A dataset's feature spec as a cvxpy decision variable with its constraints.
 
-Binary and categorical columns become binary, discrete columns integer, continuous columns continuous
+:func:`feature_space`: binary and categorical columns become binary, discrete columns integer, continuous columns continuous
 (one variable per kind, stacked into ``x``); bounds from the spec; every one-hot group sums to one;
 ``fixed`` features equal the factual, ``increase`` features are at least the factual.
 
 ``lower``/``upper`` of the result are the bounds *after* actionability (a fixed feature's box is the
 factual's value), so encoders given them prune the splits and neurons that fixed features decide.
+:func:`box_space`: free continuous features in a box, for models without a dataset spec.
 """
 
 from __future__ import annotations
@@ -70,3 +71,13 @@ def feature_space(spec: list[FeatureSpec], x0=None) -> FeatureSpace:
             cons.append(x[inc] >= x0[inc])
             lower[inc] = np.maximum(lower[inc], x0[inc])
     return FeatureSpace(x, cons, lower, upper, kinds)
+
+
+def box_space(lower, upper, n_features: int) -> FeatureSpace:
+    """Free continuous features between `lower` and `upper` (arrays or scalars broadcast to `n_features`)."""
+    if lower is None or upper is None:
+        raise ValueError("pass spec= or both lower= and upper= (arrays bounding the features)")
+    lower = np.broadcast_to(np.asarray(lower, dtype=float), (n_features,)).copy()
+    upper = np.broadcast_to(np.asarray(upper, dtype=float), (n_features,)).copy()
+    x = cp.Variable(n_features, name="x")
+    return FeatureSpace(x, [x >= lower, x <= upper], lower, upper, np.full(n_features, "continuous"))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import seaborn as sns
+from IPython.display import display
 
 #: Okabe-Ito colour-blind-safe palette.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 SEQUENTIAL = "viridis"
-DIVERGING = "vlag"
 
 
 def use_book_style() -> None:
@@ -33,3 +33,11 @@ def heatmap(data, *, ax=None, title: str = "", fmt: str = ".2f", vmin=0.0, vmax=
                 cbar=kwargs.pop("cbar", True), **kwargs)
     ax.set_title(title)
     return ax
+
+
+def interactive(figure) -> None:
+    """Show a plotly figure so that it works both in Jupyter (plotly's own renderer) and in the built
+    book without a kernel or network: the HTML relies on the plotly.js that every page of the book loads
+    from ``_static`` (:func:`explainopt.book.setup`), so nothing is fetched at view time."""
+    html = figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True})
+    display({"application/vnd.plotly.v1+json": figure.to_plotly_json(), "text/html": html}, raw=True)

@@ -13,7 +13,12 @@ Every solve returns a :class:`SolveResult` with one status vocabulary:
 ``no_solution``  a limit was reached without any feasible point (values are junk and are discarded);
 ``infeasible``   proven infeasible;
 ``unbounded``    proven unbounded;
-``error``        the solver failed (message says why: e.g. a size-limited licence).
+``licence_limit`` a commercial solver refused the model for its size (a size-limited licence);
+``error``        the solver failed (message says why).
+
+A model refused by a size-limited licence is, by default, solved again with the open-source solver
+of its class: the result then names that solver and keeps ``fallback_from`` and the reason, so a
+chapter can say which of its cells fell back instead of counting them as failures.
 """
 
 from __future__ import annotations
@@ -24,15 +29,14 @@ import math
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cvxpy as cp
 
 log = logging.getLogger(__name__)
 
 OPTIMAL, TIME_LIMIT, NO_SOLUTION = "optimal", "time_limit", "no_solution"
-INFEASIBLE, UNBOUNDED, ERROR = "infeasible", "unbounded", "error"
-STATUSES = (OPTIMAL, TIME_LIMIT, NO_SOLUTION, INFEASIBLE, UNBOUNDED, ERROR)
+INFEASIBLE, UNBOUNDED, ERROR, LICENCE_LIMIT = "infeasible", "unbounded", "error", "licence_limit"
 
 #: Solver names as users write them -> cvxpy's names.
 CVXPY_NAMES = {
@@ -72,7 +76,7 @@ class SolveResult:
     solve_time: float
     gap: float | None = None
     message: str = ""
-    stats: dict = field(default_factory=dict)
+    fallback_from: str | None = None  # the commercial solver that refused the model (licence size)
 
     @property
     def has_solution(self) -> bool:
@@ -117,24 +121,21 @@ def solver_available(name: str) -> bool:
     return ok
 
 
-def available_solvers() -> list[str]:
-    """Names of the solvers that are installed and licensed here."""
-    return [name for name in CVXPY_NAMES if solver_available(name)]
-
-
 def choose_solver(kind: str, solver: str | None = None) -> str:
     """Pick the solver for a problem class.
 
     Parameters
     ----------
     kind : one of ``lp, qp, socp, milp, miqp, misocp``.
-    solver : a solver name (``highs``, ``clarabel``, ``scip``, ``gurobi``, ``mosek``), ``"auto"``
-        (open source first), ``"commercial"`` (a licensed commercial solver if any, else auto) or
-        None (read ``EXPLAINOPT_SOLVER``, default ``auto``).
+    solver : a solver name (``highs``, ``clarabel``, ``scip``, ``gurobi``, ``mosek``), ``"commercial"``
+        (a licensed commercial solver if any, else open source), or ``"auto"`` / None (both read
+        ``EXPLAINOPT_SOLVER`` first; without it, open source first).
     """
     if kind not in CAPABLE:
         raise ValueError(f"unknown problem class {kind!r}; expected one of {sorted(CAPABLE)}")
-    solver = (solver or os.environ.get("EXPLAINOPT_SOLVER") or "auto").lower()
+    solver = str(solver or "auto").lower()
+    if solver == "auto":
+        solver = os.environ.get("EXPLAINOPT_SOLVER", "auto").lower() or "auto"
     if solver == "commercial":
         for name in CAPABLE[kind]:
             if name in COMMERCIAL and solver_available(name):
@@ -222,6 +223,8 @@ def solve(
     time_limit: float | None = None,
     mip_gap: float | None = None,
     threads: int | None = None,
+    bounded: bool = False,
+    fallback: bool = True,
     verbose: bool = False,
 ) -> SolveResult:
     """Solve `problem` with the chosen solver and return a :class:`SolveResult`.
@@ -229,34 +232,103 @@ def solve(
     Solver outcomes are statuses, not exceptions: only an unusable request (unknown or unavailable
     solver) raises. After ``time_limit`` without an incumbent the status is ``no_solution`` and the
     variables' values are cleared so that junk cannot be mistaken for a solution.
+
+    bounded : the caller knows the feasible set is bounded, so a presolve answer "infeasible or
+        unbounded" (Gurobi's INF_OR_UNBD) means infeasible; otherwise Gurobi re-solves without dual
+        reductions to decide.
+    fallback : when a commercial solver refuses the model for its licence's size, solve it with the
+        open-source solver of its class (``fallback_from`` names the refusing solver); with False the
+        result has status ``licence_limit``.
     """
     kind = problem_class(problem)
     name = choose_solver(kind, solver)
+    result = _solve_with(problem, name, kind, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
+                         bounded=bounded, verbose=verbose)
+    if result.status == LICENCE_LIMIT and fallback:
+        log.info(result.message)
+        refused = result
+        result = _solve_with(problem, choose_solver(kind, _open_source_of(kind)), kind, time_limit=time_limit,
+                             mip_gap=mip_gap, threads=threads, bounded=bounded, verbose=verbose)
+        result.fallback_from, result.message = name, refused.message
+        result.solve_time += refused.solve_time
+    return result
+
+
+def _open_source_of(kind: str) -> str:
+    return next(n for n in CAPABLE[kind] if n in OPEN_SOURCE and solver_available(n))
+
+
+_STATUS = {
+    cp.OPTIMAL: OPTIMAL,
+    cp.OPTIMAL_INACCURATE: OPTIMAL,
+    cp.INFEASIBLE: INFEASIBLE,
+    cp.INFEASIBLE_INACCURATE: INFEASIBLE,
+    cp.UNBOUNDED: UNBOUNDED,
+    cp.UNBOUNDED_INACCURATE: UNBOUNDED,
+    cp.USER_LIMIT: TIME_LIMIT,
+}
+
+
+def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, verbose) -> SolveResult:
+    options = _options(name, time_limit, mip_gap, threads)
+    if name == "gurobi" and not bounded:
+        options["reoptimize"] = True  # INF_OR_UNBD: cvxpy re-solves with DualReductions=0
     start = time.perf_counter()
     try:
         with warnings.catch_warnings():  # statuses are classified below; cvxpy's accuracy warning is noise
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            problem.solve(solver=CVXPY_NAMES[name], verbose=verbose, **_options(name, time_limit, mip_gap, threads))
+            warnings.filterwarnings("ignore", message="\\s*The problem is either infeasible or unbounded")
+            problem.solve(solver=CVXPY_NAMES[name], verbose=verbose, **options)
     except cp.error.SolverError as exc:
-        return SolveResult(ERROR, None, name, time.perf_counter() - start, message=str(exc))
+        elapsed = time.perf_counter() - start
+        too_large = _licence_refusal(problem, name)
+        if too_large:
+            return SolveResult(LICENCE_LIMIT, None, name, elapsed, message=too_large)
+        return SolveResult(ERROR, None, name, elapsed, message=str(exc))
     elapsed = time.perf_counter() - start
-    status = {
-        cp.OPTIMAL: OPTIMAL,
-        cp.OPTIMAL_INACCURATE: OPTIMAL,
-        cp.INFEASIBLE: INFEASIBLE,
-        cp.INFEASIBLE_INACCURATE: INFEASIBLE,
-        cp.UNBOUNDED: UNBOUNDED,
-        cp.UNBOUNDED_INACCURATE: UNBOUNDED,
-        cp.USER_LIMIT: TIME_LIMIT,
-    }.get(problem.status, ERROR)
+    status = _STATUS.get(problem.status, ERROR)
+    if problem.status == cp.settings.INFEASIBLE_OR_UNBOUNDED:
+        status = INFEASIBLE if bounded else ERROR
     if status == TIME_LIMIT and not _has_incumbent(problem):
         status = NO_SOLUTION
         for variable in problem.variables():
             variable.value = None
     objective = problem.value if status in (OPTIMAL, TIME_LIMIT) else None
-    gap = _gap(problem)
     message = "" if status != ERROR else f"solver {name} returned cvxpy status {problem.status!r}"
-    return SolveResult(status, objective, name, elapsed, gap=gap, message=message)
+    return SolveResult(status, objective, name, elapsed, gap=_gap(problem), message=message)
+
+
+@functools.cache
+def licence_size_limit(name: str) -> int | None:
+    """The largest number of variables or constraints the installed licence of `name` accepts, or
+    None when it is not size-limited (probed once per process; Gurobi's pip licence: 2000)."""
+    if name != "gurobi" or not solver_available(name):
+        return None
+    import gurobipy
+
+    with gurobipy.Env(params={"OutputFlag": 0}) as env, gurobipy.Model(env=env) as model:
+        model.addMVar(2001)
+        try:
+            model.optimize()
+        except gurobipy.GurobiError as exc:
+            if exc.errno == gurobipy.GRB.Error.SIZE_LIMIT_EXCEEDED:
+                return 2000
+            raise
+    return None
+
+
+def _licence_refusal(problem: cp.Problem, name: str) -> str:
+    """Why `name` refused `problem` when its licence is too small for it ('' otherwise)."""
+    limit = licence_size_limit(name)
+    if limit is None:
+        return ""
+    data = problem.get_problem_data(solver=CVXPY_NAMES[name])[0]
+    n_vars = int(data["c"].size if "c" in data else data["q"].size)
+    n_rows = sum(int(data[k].shape[0]) for k in ("A", "F") if k in data and data[k] is not None)
+    if max(n_vars, n_rows) <= limit:
+        return ""
+    return (f"{name}: licence too small ({n_vars} variables, {n_rows} constraints; the licence allows {limit} "
+            f"of each)")
 
 
 def _gap(problem: cp.Problem) -> float | None:

@@ -1,5 +1,6 @@
 """Counterfactual explanations built on :mod:`explainopt.encoders`."""
 
-from .nearest import CounterfactualResult, nearest_counterfactual
+from .base import Counterfactual, check_factual, is_valid
+from .nearest import CounterfactualProblem, CounterfactualResult, counterfactual_problem, nearest_counterfactual
 
-__all__ = ["CounterfactualResult", "nearest_counterfactual"]
+__all__ = ["Counterfactual", "CounterfactualProblem", "CounterfactualResult", "counterfactual_problem", "check_factual", "is_valid", "nearest_counterfactual"]

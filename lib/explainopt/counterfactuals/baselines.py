@@ -1,52 +1,74 @@
 """Baselines of PROPLACE's Table 1 (Jiang et al. 2023) for ReLU networks on inputs in [0, 1].
 
 * :func:`milp_r` -- MILP-R (Jiang et al. 2023a): nearest l1 counterfactual by MILP with a logit margin
-  eps, raised step by step until the interval test (with its own delta_target) passes.
+  eps, raised step by step until the interval test (with its own delta) passes.
 * :func:`robx` -- RobX (Dutta et al. 2022): from the nearest counterfactual, the nearest training point
   with counterfactual stability >= tau (mean minus std of the class-1 probability over K Gaussian
   samples), then a line search back towards the nearest counterfactual keeping stability >= tau.
-* :func:`wachter` -- Wachter et al. (2017): gradient descent on lam (p(x') - 1)^2 + ||x' - x||_1 / d,
+* :func:`wachter` -- Wachter et al. (2017): gradient descent on lam (p(x') - 1)^2 + ||x' - x0||_1 / d,
   lam doubled until the counterfactual is valid.
 * :func:`roar_style` -- a ROAR-like robust recourse (Upadhyay et al. 2021), gradient based. ROAR
   linearises the model (LIME) and takes the worst l_inf shift of the linear model's weights and bias,
   which lowers the score by delta (||x'||_1 + 1); here the same worst shift of a local linear model is
-  applied to the network's own logit: loss lam BCE(f(x') - delta (||x'||_1 + 1), 1) + ||x' - x||_1 / d.
+  applied to the network's own logit: loss lam BCE(f(x') - delta (||x'||_1 + 1), 1) + ||x' - x0||_1 / d.
   Not the authors' implementation (no LIME surrogate).
 
-All return the counterfactual as an array or None.
+Each returns a :class:`~.base.Counterfactual` (x None when none was found). The gradient methods name
+their optimiser, ``adam``, as their solver.
 """
 
 from __future__ import annotations
 
 import copy
+import time
+from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from ..encoders import model_output, model_predict
+from ..encoders import delta_robust, model_output, model_predict
+from .base import Counterfactual
 from .nearest import nearest_counterfactual
-from .proplace import delta_robust
+
+GRADIENT_SOLVER = "adam"  # torch.optim.Adam, the optimiser of the gradient baselines
 
 
-def milp_r(model, x, delta_target: float, *, eps0: float = 0.02, step: float = 0.2, max_steps: int = 25,
-           solver=None, time_limit=None):
-    """MILP-R: returns (x', eps used, robust flag); x' is the last nearest CE found (None if none)."""
-    x = np.asarray(x, float)
+@dataclass
+class MilpRResult(Counterfactual):
+    """MILP-R's counterfactual: the last nearest counterfactual found (status ``robust`` when it passed
+    the interval test, ``not_robust`` when the steps ran out, else the failing solver status); eps: the
+    logit margin that made it robust (None otherwise)."""
+
+    eps: float | None = None
+    robust: bool = False
+
+
+def milp_r(model, x0, *, delta: float, eps0: float = 0.02, step: float = 0.2, max_steps: int = 25,
+           solver=None, time_limit=None) -> MilpRResult:
+    """MILP-R with its own `delta` (the paper's delta_target): margins eps0, eps0 + step, ... until the
+    nearest l1 counterfactual in [0, 1] is Delta-robust."""
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
+    start = time.perf_counter()
+    x0 = np.asarray(x0, float)
     last = None
-    for s in range(max_steps):
+    for s in range(max_steps):  # every step solves the same model (only eps moves): one solver names them all
         eps = eps0 + s * step
-        res = nearest_counterfactual(model, x, lower=np.zeros_like(x), upper=np.ones_like(x), norm="l1",
+        res = nearest_counterfactual(model, x0, lower=np.zeros_like(x0), upper=np.ones_like(x0), norm="l1",
                                      margin=eps, solver=solver, time_limit=time_limit)
         if res.x is None:
             break
         last = np.clip(res.x, 0, 1)
-        if delta_robust(model, last, delta_target)[0]:
-            return last, eps, True
-    return last, None, False
+        if delta_robust(model, last, delta=delta)[0]:
+            return MilpRResult(last, "robust", time.perf_counter() - start, res.solver, fallback_from=res.fallback_from,
+                               eps=eps, robust=True)
+    status = "not_robust" if last is not None else res.status
+    return MilpRResult(last, status, time.perf_counter() - start, res.solver, fallback_from=res.fallback_from)
 
 
-def stability(model, X, *, sigma: float = 0.1, K: int = 1000, seed: int = 0) -> np.ndarray:
+def stability(model, X, *, sigma: float = 0.1, K: int = 1000, random_state=0) -> np.ndarray:
     """Counterfactual stability of RobX: mean - std of the class-1 probability over K samples N(x, sigma^2)."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(random_state)
     X = np.atleast_2d(np.asarray(X, float))
     out = np.empty(len(X))
     for i, x in enumerate(X):
@@ -55,49 +77,63 @@ def stability(model, X, *, sigma: float = 0.1, K: int = 1000, seed: int = 0) -> 
     return out
 
 
-def robx(model, x, X_train, *, sigma: float = 0.1, K: int = 1000, tau: float = 0.5, n_line: int = 20,
-         seed: int = 0, base=None, solver=None):
-    """RobX over the training points predicted class 1; `base` is the nearest CE (computed if None)."""
-    x = np.asarray(x, float)
+def robx(model, x0, X_train, *, sigma: float = 0.1, K: int = 1000, tau: float = 0.5, n_line: int = 20,
+         random_state=0, base=None, solver=None) -> Counterfactual:
+    """RobX over the training points predicted class 1; `base` is the nearest CE (computed if None).
+
+    status: ``line_search`` (a point between the base CE and the stable training point),
+    ``training_point`` (the stable training point itself), ``no_stable_point``, or the status of the
+    nearest-CE solve that found no base.
+    """
+    start = time.perf_counter()
+    x0 = np.asarray(x0, float)
+    nearest = None
     if base is None:
-        res = nearest_counterfactual(model, x, lower=np.zeros_like(x), upper=np.ones_like(x), solver=solver)
-        if res.x is None:
-            return None
-        base = res.x
+        nearest = nearest_counterfactual(model, x0, lower=np.zeros_like(x0), upper=np.ones_like(x0), solver=solver)
+        base = nearest.x
+
+    def found(x, status):  # the solver is the nearest-CE solve's (none when `base` was given)
+        return Counterfactual(x, status, time.perf_counter() - start, nearest.solver if nearest else "",
+                              fallback_from=nearest.fallback_from if nearest else None)
+
+    if base is None:
+        return found(None, nearest.status)
     X_train = np.asarray(X_train, float)
     cand = X_train[model_predict(model, X_train) == 1]
     order = np.argsort(np.abs(cand - base).sum(axis=1))
     target = None
-    for start in range(0, len(order), 50):
-        block = cand[order[start:start + 50]]
-        ok = np.flatnonzero(stability(model, block, sigma=sigma, K=K, seed=seed) >= tau)
+    for first in range(0, len(order), 50):
+        block = cand[order[first:first + 50]]
+        ok = np.flatnonzero(stability(model, block, sigma=sigma, K=K, random_state=random_state) >= tau)
         if ok.size:
             target = block[ok[0]]
             break
     if target is None:
-        return None
+        return found(None, "no_stable_point")
     for alpha in np.linspace(0, 1, n_line + 1):  # from the base CE towards the stable training point
         xp = (1 - alpha) * base + alpha * target
-        if model_predict(model, xp[None])[0] == 1 and stability(model, xp, sigma=sigma, K=K, seed=seed)[0] >= tau:
-            return xp
-    return target
+        if model_predict(model, xp[None])[0] == 1 and \
+                stability(model, xp, sigma=sigma, K=K, random_state=random_state)[0] >= tau:
+            return found(xp, "line_search")
+    return found(target, "training_point")
 
 
-def _gradient_ce(model, x, robust_shift: float, *, lam0: float, rounds: int, steps: int, lr: float):
-    import torch
-
+def _gradient_ce(model, x0, robust_shift: float, *, lam0: float, rounds: int, steps: int, lr: float) -> Counterfactual:
+    """Adam on lam * (validity loss) + normalised l1, lam doubled until valid: status ``valid``, or
+    ``not_valid`` with the last round's point."""
+    start = time.perf_counter()
     net = copy.deepcopy(model).double()
     for p in net.parameters():
         p.requires_grad_(False)
-    x0 = torch.as_tensor(np.asarray(x, float))
-    d = x0.numel()
+    x0t = torch.as_tensor(np.asarray(x0, float))
+    d = x0t.numel()
     lam, found = lam0, None
     for _ in range(rounds):
-        xp = x0.clone().requires_grad_(True)
+        xp = x0t.clone().requires_grad_(True)
         opt = torch.optim.Adam([xp], lr=lr)
         for _ in range(steps):
             logit = net(xp[None])[0, 0]
-            dist = (xp - x0).abs().sum() / d
+            dist = (xp - x0t).abs().sum() / d
             if robust_shift:
                 robust = logit - robust_shift * (xp.abs().sum() + 1)
                 loss = lam * torch.nn.functional.softplus(-robust) + dist
@@ -112,21 +148,22 @@ def _gradient_ce(model, x, robust_shift: float, *, lam0: float, rounds: int, ste
         logit = float(model_output(model, cand[None])[0])
         ok = logit - robust_shift * (np.abs(cand).sum() + 1) > 0 if robust_shift else logit > 0
         if ok:
-            return cand
+            return Counterfactual(cand, "valid", time.perf_counter() - start, GRADIENT_SOLVER)
         found = cand
         lam *= 2
-    return found
+    return Counterfactual(found, "not_valid", time.perf_counter() - start, GRADIENT_SOLVER)
 
 
-def wachter(model, x, *, lam0: float = 0.5, rounds: int = 8, steps: int = 300, lr: float = 0.01):
+def wachter(model, x0, *, lam0: float = 0.5, rounds: int = 8, steps: int = 300, lr: float = 0.01) -> Counterfactual:
     """Wachter et al.: the first valid gradient-descent counterfactual as lam doubles (else the last)."""
-    return _gradient_ce(model, x, 0.0, lam0=lam0, rounds=rounds, steps=steps, lr=lr)
+    return _gradient_ce(model, x0, 0.0, lam0=lam0, rounds=rounds, steps=steps, lr=lr)
 
 
-def roar_style(model, x, delta: float, *, lam0: float = 0.5, rounds: int = 8, steps: int = 300, lr: float = 0.01):
+def roar_style(model, x0, *, delta: float, lam0: float = 0.5, rounds: int = 8, steps: int = 300,
+               lr: float = 0.01) -> Counterfactual:
     """ROAR-like robust recourse (module docstring): robust to the worst l_inf shift `delta` of a local
     linear model's weights."""
-    return _gradient_ce(model, x, delta, lam0=lam0, rounds=rounds, steps=steps, lr=lr)
+    return _gradient_ce(model, x0, delta, lam0=lam0, rounds=rounds, steps=steps, lr=lr)
 
 
-__all__ = ["milp_r", "robx", "roar_style", "stability", "wachter"]
+__all__ = ["GRADIENT_SOLVER", "MilpRResult", "milp_r", "robx", "roar_style", "stability", "wachter"]

@@ -6,9 +6,11 @@ affine expression of the model's output (trees and forests: the mean leaf probab
 logit). ``x`` may be any affine cvxpy expression of shape ``(n_features,)``, e.g. ``x + s`` for a
 perturbation scenario, so several copies of a model can live in one problem.
 
-Each model family registers its encoder with :func:`register`, together with how to read the model's
-own output and prediction; :func:`encode`, :func:`model_output` and :func:`model_predict` dispatch on
-the type. The last two are what every counterfactual is re-checked with: the true model has the last
+Each model type registers its encoder with :func:`register`, together with its family (``linear``,
+``tree``, ``ensemble``, ``network``, ``interval-network``, ``anomaly``) and how to read the model's own
+output and prediction; :func:`encode`, :func:`model_family`, :func:`model_output` and
+:func:`model_predict` dispatch on the type, and nothing else in the library asks what kind of model it
+holds. The last two are what every counterfactual is re-checked with: the true model has the last
 word.
 """
 
@@ -23,8 +25,12 @@ import numpy as np
 _ENCODERS: dict[type, "_Family"] = {}
 
 
+FAMILIES = ("linear", "tree", "ensemble", "network", "interval-network", "anomaly")
+
+
 @dataclass(frozen=True)
 class _Family:
+    name: str  # one of FAMILIES
     encode: Callable  # (model, x, lower=, upper=, **options) -> Encoding
     output: Callable  # (model, X) -> the model's own output on the encoding's scale, shape (n,)
     predict: Callable  # (model, X) -> predicted class index (0/1) by the model's own rule, shape (n,)
@@ -63,13 +69,16 @@ class Encoding:
         raise ValueError(f"target must be 0 or 1 for a binary classifier, got {target!r}")
 
 
-def register(*model_types: type, output: Callable, predict: Callable) -> Callable:
-    """Decorator registering an encoder function for `model_types`, with the model's own `output` and
-    `predict` functions (both ``(model, X) -> array``) used to verify what the encoding claims."""
+def register(*model_types: type, family: str, output: Callable, predict: Callable) -> Callable:
+    """Decorator registering an encoder function for `model_types` of a `family` (one of
+    :data:`FAMILIES`), with the model's own `output` and `predict` functions (both
+    ``(model, X) -> array``) used to verify what the encoding claims."""
+    if family not in FAMILIES:
+        raise ValueError(f"family {family!r} not in {FAMILIES}")
 
     def wrap(func: Callable) -> Callable:
         for model_type in model_types:
-            _ENCODERS[model_type] = _Family(func, output, predict)
+            _ENCODERS[model_type] = _Family(family, func, output, predict)
         return func
 
     return wrap
@@ -84,6 +93,11 @@ def _family(model) -> _Family:
             f"cannot encode a {type(model).__name__}; supported models: {', '.join(supported_models())}"
         )
     return family
+
+
+def model_family(model) -> str:
+    """The family of a supported model (:data:`FAMILIES`); TypeError names the supported models."""
+    return _family(model).name
 
 
 def _as_matrix(X) -> np.ndarray:

@@ -13,6 +13,7 @@ from sklearn.tree import DecisionTreeClassifier
 
 from .. import solvers
 from .base import encode, model_output
+from .trees import chosen_leaves
 
 
 def sample_points(X, n: int, lower, upper, random_state=None) -> np.ndarray:
@@ -41,13 +42,10 @@ def applied_leaves(model, X) -> np.ndarray | None:
 
 
 def encoded_leaves(enc) -> np.ndarray:
-    """The active leaf id of every tree in a solved tree encoding."""
-    weights = enc.variables.get("leaf_weight", enc.variables.get("leaf")).value
-    n_trees = 1 + max(t for t, _ in enc.variables["leaves"])
-    out = np.full(n_trees, -1)
-    for (t, node), w in zip(enc.variables["leaves"], weights):
-        if w > 0.5:
-            out[t] = node
+    """The active leaf id of every tree in a solved tree encoding (-1 where none was chosen)."""
+    out = np.full(1 + max(t for t, _ in enc.variables["leaves"]), -1)
+    for t, node in chosen_leaves(enc):
+        out[t] = node
     return out
 
 

@@ -19,7 +19,7 @@ def linear_weights(model) -> tuple[np.ndarray, float]:
     return np.asarray(model.coef_, dtype=float).ravel(), float(np.ravel(model.intercept_)[0])
 
 
-@register(LogisticRegression, LinearSVC, SGDClassifier,
+@register(LogisticRegression, LinearSVC, SGDClassifier, family="linear",
           output=lambda m, X: m.decision_function(X), predict=predicted_index)
 def encode_linear(model, x, *, lower=None, upper=None) -> Encoding:
     """A binary linear classifier: output = ``decision_function`` (the logit for LogisticRegression)."""

@@ -13,7 +13,10 @@ Interval network (Jiang et al. 2023, Definitions 5-6 of PROPLACE): every weight 
 ``[theta - delta, theta + delta]``. For non-negative inputs every layer's input is non-negative, so
 the interval lower (upper) bound of a neuron is attained at the weights' lower (upper) ends, choosing
 the lower or upper bound of each input by the sign of that end. The lower/upper bounds of all neurons
-therefore form an ordinary ReLU network of twice the width, encoded exactly as above.
+therefore form an ordinary ReLU network of twice the width, encoded exactly as above. Its forward pass
+gives the logit's bounds (:meth:`IntervalNetwork.bounds`), whose lower end is the Delta-robustness test
+of PROPLACE (:func:`delta_robust`, Definition 7); :func:`propagate_bounds` with ``delta`` gives the same
+bounds for every neuron at a point (:meth:`IntervalNetwork.layer_bounds`).
 """
 
 from __future__ import annotations
@@ -66,7 +69,10 @@ def _torch_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def network_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The affine layers ``[(W, b), ...]`` of an MLPClassifier (ReLU) or a torch ``nn.Sequential``."""
+    """The affine layers ``[(W, b), ...]`` of an MLPClassifier (ReLU), a torch ``nn.Sequential``, an
+    :class:`IntervalNetwork` (its doubled network), or such a list itself."""
+    if isinstance(model, (list, tuple)):
+        return [(np.asarray(W, float), np.asarray(b, float)) for W, b in model]
     if isinstance(model, MLPClassifier):
         return _mlp_layers(model)
     if nn is not None and isinstance(model, nn.Sequential):
@@ -90,23 +96,39 @@ def forward(layers, X, *, preactivations: bool = False):
 # ------------------------------------------------------------------------------------ bounds
 
 
-def propagate_bounds(layers, lower, upper) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Interval bound propagation: ``(l, u)`` of every layer's pre-activation over the input box."""
+def propagate_bounds(layers, lower, upper, *, delta: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Interval bound propagation: ``(l, u)`` of every layer's pre-activation over the input box, and
+    with `delta` over every network whose weights and biases lie within +-delta of `layers` too.
+
+    With shifts the bounds of a neuron are attained at the lower (upper) ends ``W -+ delta`` of its
+    weights, each input at its lower or upper bound by the sign of that end; this needs inputs >= 0
+    (then every layer's input is >= 0), so `lower` must be non-negative when ``delta > 0``.
+    """
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    if delta > 0 and (lo < 0).any():
+        raise ValueError("bounds over weight shifts need non-negative inputs (min-max scale the data)")
     bounds = []
     for k, (W, b) in enumerate(layers):
-        Wp, Wn = np.maximum(W, 0), np.minimum(W, 0)
-        l, u = Wp @ lo + Wn @ hi + b, Wp @ hi + Wn @ lo + b
+        Wl, Wu = W - delta, W + delta
+        l = np.maximum(Wl, 0) @ lo + np.minimum(Wl, 0) @ hi + b - delta
+        u = np.maximum(Wu, 0) @ hi + np.minimum(Wu, 0) @ lo + b + delta
         bounds.append((l, u))
         lo, hi = np.maximum(l, 0), np.maximum(u, 0)
     return bounds
 
 
-def _relu_layer(z, l, u, name: str):
-    """Activations h = max(z, 0) of one layer given pre-activation bounds, as (h, constraints, binaries)."""
+def _neuron_states(lower, upper) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of the neurons always off (upper <= 0), always on (lower >= 0) and unstable."""
+    return np.flatnonzero(upper <= 0), np.flatnonzero(lower >= 0), np.flatnonzero((lower < 0) & (upper > 0))
+
+
+def relu_layer(z, lower, upper, *, name: str = ""):
+    """Activations ``h = max(z, 0)`` of one layer as big-M constraints, given bounds ``lower <= z <= upper``
+    of the pre-activations `z` (a cvxpy expression). Returns (h, constraints, sigma): one binary of
+    `sigma` per unstable neuron (None without any); always-off and always-on neurons need none."""
+    l, u = np.asarray(lower, float), np.asarray(upper, float)
     h = cp.Variable(z.shape[0], nonneg=True, name=f"h{name}")
-    off, on = np.flatnonzero(u <= 0), np.flatnonzero(l >= 0)
-    unstable = np.flatnonzero((l < 0) & (u > 0))
+    off, on, unstable = _neuron_states(l, u)
     cons = []
     if off.size:
         cons.append(h[off] == 0)
@@ -122,8 +144,7 @@ def _relu_layer(z, l, u, name: str):
 
 def _triangle_relaxation(h, z, l, u) -> list:
     """The LP relaxation of one ReLU layer (the big-M constraints with sigma projected out)."""
-    off, on = np.flatnonzero(u <= 0), np.flatnonzero(l >= 0)
-    unstable = np.flatnonzero((l < 0) & (u > 0))
+    off, on, unstable = _neuron_states(l, u)
     cons = [h[off] == 0] if off.size else []
     if on.size:
         cons.append(h[on] == z[on])
@@ -170,7 +191,7 @@ def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None)
             l, u = _tighten_with_lp(z, l, u, relaxation, solver)
             bounds[k] = (l, u)
             bounds[k + 1:] = propagate_bounds(layers[k + 1:], np.maximum(l, 0), np.maximum(u, 0))
-        h, layer_cons, sigma = _relu_layer(z, l, u, str(k))
+        h, layer_cons, sigma = relu_layer(z, l, u, name=str(k))
         cons += layer_cons
         if tighten == "lp":
             relaxation += _triangle_relaxation(h, z, l, u)
@@ -215,7 +236,7 @@ def _network_predict(model, X):
 _NETWORK_TYPES = (MLPClassifier,) + ((nn.Sequential,) if nn is not None else ())
 
 
-@register(*_NETWORK_TYPES, output=_network_output, predict=_network_predict)
+@register(*_NETWORK_TYPES, family="network", output=_network_output, predict=_network_predict)
 def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None) -> Encoding:
     """A ReLU network (MLPClassifier or torch nn.Sequential): output = the logit, class 1 iff > 0.
 
@@ -233,10 +254,11 @@ class IntervalNetwork:
 
     ``bounds(X)`` gives the interval ``[l, u]`` of the logit at non-negative inputs (Definition 5 of
     PROPLACE); class 1 is certain iff ``l >= 0`` (Definition 6). ``encode(IntervalNetwork(...), x)``
-    encodes ``l`` exactly, through the doubled network in ``layers`` (module docstring).
+    encodes ``l`` exactly, through the doubled network in ``layers`` (module docstring). `model` is a
+    network or its list of layers ``[(W, b), ...]``.
     """
 
-    def __init__(self, model, delta: float):
+    def __init__(self, model, *, delta: float):
         if not delta >= 0:
             raise ValueError(f"delta must be non-negative, got {delta!r}")
         self.model, self.delta = model, float(delta)
@@ -265,27 +287,36 @@ class IntervalNetwork:
             raise ValueError("interval networks are defined here for non-negative inputs (min-max scale the data)")
         return X
 
-    def bounds(self, X) -> tuple[np.ndarray, np.ndarray]:
-        """Lower and upper bounds of the logit over all shifted networks, at the rows of `X`."""
-        X = self._check_inputs(X)
-        h = X
-        for k, (W, b) in enumerate(self.layers):
-            h = h @ W.T + b
-            if k < len(self.layers) - 1:
-                h = np.maximum(h, 0)
-        return h[:, 0], h[:, 1]
+    def layer_bounds(self, x) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Bounds ``(l, u)`` of every layer's pre-activations over all shifted networks at the point
+        `x` >= 0 (:func:`propagate_bounds` with this delta); the last layer's are :meth:`bounds`."""
+        x = self._check_inputs(x)
+        if len(x) != 1:
+            raise ValueError(f"layer_bounds takes one point; got {len(x)} rows (bounds() takes many)")
+        return propagate_bounds(self.base_layers, x[0], x[0], delta=self.delta)
 
-    def sample(self, random_state=None) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Layers of one network with every weight and bias shifted uniformly within +-delta."""
+    def bounds(self, X) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of the logit over all shifted networks, at the rows of `X`: the forward
+        pass of the doubled network (the network that ``encode`` formulates)."""
+        _, preactivations = forward(self.layers, self._check_inputs(X), preactivations=True)
+        return preactivations[-1][:, 0], preactivations[-1][:, 1]
+
+    def sample(self, random_state=None, *, vertex: bool = False) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Layers of one network with every weight and bias shifted within +-delta: uniformly, or to a
+        random end of its interval (a vertex of the box of shifts) with `vertex`."""
         rng = np.random.default_rng(random_state)
-        return [(W + rng.uniform(-self.delta, self.delta, W.shape), b + rng.uniform(-self.delta, self.delta, b.shape))
-                for W, b in self.base_layers]
+        d = self.delta
+
+        def shift(shape):
+            return rng.choice([-d, d], shape) if vertex else rng.uniform(-d, d, shape)
+
+        return [(W + shift(W.shape), b + shift(b.shape)) for W, b in self.base_layers]
 
     def __repr__(self) -> str:
         return f"IntervalNetwork({type(self.model).__name__}, delta={self.delta})"
 
 
-@register(IntervalNetwork, output=lambda m, X: m.bounds(X)[0], predict=lambda m, X: (m.bounds(X)[0] >= 0).astype(int))
+@register(IntervalNetwork, family="interval-network", output=lambda m, X: m.bounds(X)[0], predict=lambda m, X: (m.bounds(X)[0] >= 0).astype(int))
 def encode_interval_network(model: IntervalNetwork, x, *, lower=None, upper=None, tighten=None, solver=None) -> Encoding:
     """The lower bound ``l`` of an interval network's logit; ``enc.predicts(1)`` asks ``l >= 0``
     (Delta-robust class 1, Definition 7 of PROPLACE). Needs ``lower >= 0``."""
@@ -294,3 +325,15 @@ def encode_interval_network(model: IntervalNetwork, x, *, lower=None, upper=None
         raise ValueError("interval networks need non-negative inputs: lower must be >= 0")
     layers = [(W[:1], b[:1]) if k == len(model.layers) - 1 else (W, b) for k, (W, b) in enumerate(model.layers)]
     return _encode_network(model, layers, x, lower, upper, tighten, solver, 0.0, True)
+
+
+def interval_lower(model, X, *, delta: float) -> np.ndarray:
+    """Lower bound of the logit over all networks within `delta` of `model` (weights and biases), at the
+    rows of `X` >= 0: the interval abstraction of PROPLACE (Definition 5)."""
+    return IntervalNetwork(model, delta=delta).bounds(X)[0]
+
+
+def delta_robust(model, X, *, delta: float) -> np.ndarray:
+    """Definition 7 of PROPLACE: a row of `X` is Delta-robust for class 1 iff the interval lower bound
+    of the logit is >= 0 (a sound test: every network within `delta` then predicts class 1)."""
+    return interval_lower(model, X, delta=delta) >= 0

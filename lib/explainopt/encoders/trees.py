@@ -7,10 +7,15 @@ continuous leaf weights ``y`` summing to one per tree (2b), and per split node
 ``sum(left leaves) <= s`` (2c), ``sum(right leaves) <= 1 - s`` (2d). Option ``formulation="leaf"``:
 one binary per leaf with big-M bounds for every split on its path (for comparison).
 
-scikit-learn compares ``float32(x) <= t`` (t float64). Both branches get a margin ``eps`` (left:
-``x <= t - eps``; right: ``x >= t + eps``), ``eps = max(1e-5, 4 * float32 spacing at t)`` capped at a
-quarter of the gap to the neighbouring thresholds of the same feature. Features fixed by ``fixed=``
-are folded into constants and the leaves they make unreachable are dropped.
+scikit-learn compares ``float32(x) <= t`` (t float64). Reading a model (:func:`tree_ensemble`) moves
+every threshold to the middle of its float32 cell (:func:`float32_centred`): the decisions are exactly
+the model's own, and two thresholds of one feature closer than a float32 spacing (Spambase has pairs
+1e-10 apart) become one. Both branches get a margin ``eps`` (left: ``x <= t - eps``; right:
+``x >= t + eps``), ``eps = max(1e-5, 4 * float32 spacing at t)`` capped at a quarter of the gap to the
+neighbouring thresholds of the same feature. Features fixed by ``fixed=`` are folded into constants and
+the leaves they make unreachable are dropped. A quarter gap can still be below a MILP solver's
+feasibility tolerance (about 1e-7): :func:`snap_to_chosen_leaves` moves a feature the solver left a hair
+on the wrong side of a split it chose back into the chosen cell; every counterfactual method calls it.
 
 Outputs (see :mod:`explainopt.encoders.base`): DecisionTree / RandomForest / ExtraTrees: the mean leaf
 fraction of class 1 (``predict_proba[:, 1]``), class 1 iff ``> 0.5`` (argmax takes class 0 on ties);
@@ -40,16 +45,99 @@ from .base import Encoding, as_bounds, check_binary, check_features, check_fitte
 FORMULATIONS = ("split", "leaf")
 
 
-@dataclass
-class _Tree:
-    """One fitted tree with its leaf values and weight in the ensemble output.
+def float32_centred(thresholds) -> np.ndarray:
+    """Each threshold moved to the middle of its float32 cell, with exactly the same decisions.
 
-    features: maps the tree's own feature indices to model input columns (IsolationForest subsets).
+    scikit-learn sends x left iff ``float32(x) <= t``. Every ``t`` in ``[a, b)``, with ``a`` the largest
+    float32 value ``<= t`` and ``b`` the next float32 value, gives the same decisions, so ``t' = (a + b) / 2``
+    does too, and it lies half a spacing away from every float32 input. Why: two thresholds of one
+    feature closer than a float32 spacing otherwise leave the encoder a margin (a quarter of their gap)
+    too small for float32 rounding, and a MILP can pick a point no float32 input reaches; after centring,
+    distinct thresholds are at least one spacing apart. Centring is idempotent.
+    """
+    t = np.asarray(thresholds, dtype=float)
+    a = t.astype(np.float32)
+    a = np.where(a.astype(np.float64) > t, np.nextafter(a, np.float32(-np.inf)), a)
+    b = np.nextafter(a, np.float32(np.inf))
+    return (a.astype(np.float64) + b.astype(np.float64)) / 2.0
+
+
+@dataclass
+class Tree:
+    """One fitted tree of a model, in the model's input columns.
+
+    Node ``i`` is a leaf iff ``left[i] == -1``; otherwise it sends x left iff ``float32(x[feature[i]]) <=
+    threshold[i]``. feature: model input column per node (the tree's own indices mapped through
+    IsolationForest's feature subsets); threshold: the model's thresholds centred in their float32 cells
+    (:func:`float32_centred`: the same decisions, half a float32 spacing from any input); leaf_value: the
+    value per node that the model's output sums (leaves only).
     """
 
-    tree: object
-    leaf_value: np.ndarray  # value per node (only leaves used)
-    features: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    leaf_value: np.ndarray
+
+    @classmethod
+    def read(cls, tree, leaf_value, features=None) -> "Tree":
+        """From a scikit-learn ``tree_`` object; `features` maps its feature indices to input columns."""
+        left = np.asarray(tree.children_left)
+        feature = np.asarray(tree.feature)
+        if features is not None:
+            feature = np.where(feature >= 0, np.asarray(features)[np.maximum(feature, 0)], -1)
+        threshold = np.asarray(tree.threshold, dtype=float).copy()
+        split = left != -1
+        threshold[split] = float32_centred(threshold[split])
+        return cls(left, np.asarray(tree.children_right), feature, threshold, np.asarray(leaf_value, dtype=float))
+
+    def apply(self, X) -> np.ndarray:
+        """The leaf each row of `X` reaches, by scikit-learn's rule ``float32(x) <= threshold``."""
+        X = np.asarray(X, dtype=np.float32).astype(float)
+        node = np.zeros(len(X), dtype=int)
+        inner = self.left[node] != -1
+        while inner.any():
+            rows = np.flatnonzero(inner)
+            at = node[rows]
+            go_left = X[rows, self.feature[at]] <= self.threshold[at]
+            node[rows] = np.where(go_left, self.left[at], self.right[at])
+            inner = self.left[node] != -1
+        return node
+
+    def path(self, leaf: int) -> list[tuple[int, float, bool]]:
+        """The splits from the root to `leaf`: (feature, threshold, goes left) per split node."""
+        parent = np.full(len(self.left), -1)
+        split = np.flatnonzero(self.left != -1)
+        parent[self.left[split]] = split
+        parent[self.right[split]] = split
+        steps, node = [], int(leaf)
+        while parent[node] != -1:
+            up = int(parent[node])
+            steps.append((int(self.feature[up]), float(self.threshold[up]), bool(self.left[up] == node)))
+            node = up
+        return steps[::-1]
+
+
+@dataclass
+class TreeEnsemble:
+    """A fitted tree model read once: its trees and how their leaf values make the model's output.
+
+    ``output(x) = constant + scale * sum over trees of leaf_value[leaf of x]``; the model predicts class
+    1 (inlier) iff ``output > threshold`` (``>=`` when ``inclusive``). Every consumer of a tree model's
+    structure (the encoder below, the robust-region adversarial problems) reads it from here.
+    """
+
+    trees: list[Tree]
+    constant: float
+    scale: float
+    threshold: float
+    inclusive: bool
+
+    def output(self, X) -> np.ndarray:
+        """The model's output at the rows of `X`, computed from the trees (equal to the model's own)."""
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        total = sum(tree.leaf_value[tree.apply(X)] for tree in self.trees)
+        return self.constant + self.scale * total
 
 
 @dataclass
@@ -87,19 +175,18 @@ def _fixed_values(fixed, n: int):
     return {j: float(v) for j, v in enumerate(values) if not np.isnan(v)}
 
 
-def _walk(trees: list[_Tree], fixed: dict, lo: np.ndarray, hi: np.ndarray) -> _Structure:
+def _walk(trees: list[Tree], fixed: dict, lo: np.ndarray, hi: np.ndarray) -> _Structure:
     """Reachable leaves and active splits; fixed features and the input box decide their splits."""
     leaves, splits, paths = [], [], []
-    for ti, item in enumerate(trees):
-        t = item.tree
-        left, right = t.children_left, t.children_right
+    for ti, tree in enumerate(trees):
+        left, right = tree.left, tree.right
 
         def visit(node, path):
             if left[node] == -1:
-                leaves.append((ti, node, float(item.leaf_value[node])))
+                leaves.append((ti, node, float(tree.leaf_value[node])))
                 paths.append(path)
                 return [len(leaves) - 1]
-            f, thr = int(item.features[t.feature[node]]), float(t.threshold[node])
+            f, thr = int(tree.feature[node]), float(tree.threshold[node])
             if f in fixed:
                 go_left = np.float32(fixed[f]) <= thr
                 return visit(left[node] if go_left else right[node], path)
@@ -131,22 +218,35 @@ def _margins(thresholds: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------- formulations
 
 
+def _one_leaf_per_tree(weights, st: _Structure, n_trees: int):
+    """The leaf weights of each tree sum to one (Mišić's (2b))."""
+    n_leaves = len(st.leaves)
+    tree_of = np.array([leaf[0] for leaf in st.leaves])
+    return sp.csr_matrix((np.ones(n_leaves), (tree_of, np.arange(n_leaves))), shape=(n_trees, n_leaves)) @ weights == 1
+
+
+def _split_keys(st: _Structure):
+    """The distinct (feature, threshold) pairs of the active splits, sorted, with their features,
+    thresholds and two-sided margins as arrays: (keys, feat, thr, eps)."""
+    keys = sorted({(f, thr) for _, f, thr, _, _ in st.splits})
+    feat = np.array([f for f, _ in keys], dtype=int)
+    thr = np.array([t for _, t in keys], dtype=float)
+    eps = np.concatenate([_margins(thr[feat == f]) for f in np.unique(feat)]) if keys else thr  # sorted by (f, t)
+    return keys, feat, thr, eps
+
+
 def _split_formulation(x, st: _Structure, lo, hi, n_trees: int):
     """Mišić (2020) eqs. (2b)-(2f) with the margin linking of x to the split binaries."""
     n_leaves = len(st.leaves)
     y = cp.Variable(n_leaves, nonneg=True, name="leaf_weight")
-    tree_of = np.array([leaf[0] for leaf in st.leaves])
-    cons = [sp.csr_matrix((np.ones(n_leaves), (tree_of, np.arange(n_leaves))), shape=(n_trees, n_leaves)) @ y == 1]
-    keys = sorted({(f, thr) for _, f, thr, _, _ in st.splits})
+    cons = [_one_leaf_per_tree(y, st, n_trees)]
+    keys, feat, thr, eps = _split_keys(st)
     variables = {"leaf_weight": y}
     if not keys:
         return y, cons, variables
     index = {key: k for k, key in enumerate(keys)}
     s = cp.Variable(len(keys), boolean=True, name="split")
     variables["split"] = s
-    feat = np.array([f for f, _ in keys])
-    thr = np.array([t for _, t in keys])
-    eps = np.concatenate([_margins(thr[feat == f]) for f in np.unique(feat)])  # keys sorted by (f, t)
     # (2c)/(2d): rows per split node
     rows_l, cols_l, rows_r, cols_r, node_key = [], [], [], [], []
     for r, (_, f, t, ids_left, ids_right) in enumerate(st.splits):
@@ -182,15 +282,10 @@ def _leaf_formulation(x, st: _Structure, lo, hi, n_trees: int):
     """Leaf-indicator big-M: z_leaf binary, one leaf per tree, each split on the path enforced by big-M."""
     n_leaves = len(st.leaves)
     z = cp.Variable(n_leaves, boolean=True, name="leaf")
-    tree_of = np.array([leaf[0] for leaf in st.leaves])
-    cons = [sp.csr_matrix((np.ones(n_leaves), (tree_of, np.arange(n_leaves))), shape=(n_trees, n_leaves)) @ z == 1]
-    # margins from the same per-feature threshold sets as the split formulation
-    keys = sorted({(f, thr) for _, f, thr, _, _ in st.splits})
+    cons = [_one_leaf_per_tree(z, st, n_trees)]
+    keys, _, _, eps_k = _split_keys(st)  # the same margins as the split formulation
     if keys:
-        feat_k = np.array([f for f, _ in keys])
-        thr_k = np.array([t for _, t in keys])
-        eps_k = np.concatenate([_margins(thr_k[feat_k == f]) for f in np.unique(feat_k)])
-        eps_of = {key: e for key, e in zip(keys, eps_k)}
+        eps_of = dict(zip(keys, eps_k))
         rows = [(leaf, f, t, go_left) for leaf, path in enumerate(st.paths) for f, t, go_left in path]
         leaf_i = np.array([r[0] for r in rows])
         feat = np.array([r[1] for r in rows])
@@ -207,7 +302,9 @@ def _leaf_formulation(x, st: _Structure, lo, hi, n_trees: int):
     return z, cons, {"leaf": z}
 
 
-def _encode_trees(model, x, trees, *, lower, upper, constant, scale, threshold, inclusive, formulation, fixed):
+def _encode_trees(model, x, *, lower, upper, formulation, fixed) -> Encoding:
+    ensemble = tree_ensemble(model)
+    trees, constant, scale = ensemble.trees, ensemble.constant, ensemble.scale
     if formulation not in FORMULATIONS:
         raise ValueError(f"formulation must be one of {FORMULATIONS}, got {formulation!r}")
     n = int(model.n_features_in_)
@@ -228,53 +325,47 @@ def _encode_trees(model, x, trees, *, lower, upper, constant, scale, threshold, 
     maxs = np.array([values[tree_of == t].max() for t in range(len(trees))])
     bounds = (constant + scale * mins.sum(), constant + scale * maxs.sum())
     variables["leaves"] = [(leaf[0], leaf[1]) for leaf in st.leaves]
-    return Encoding(model, x, output, cons, threshold, inclusive=inclusive,
+    return Encoding(model, x, output, cons, ensemble.threshold, inclusive=ensemble.inclusive,
                     output_bounds=(min(bounds), max(bounds)), variables=variables)
 
 
-# ------------------------------------------------------------------------------------ encoders
+# ------------------------------------------------------------------------------------ reading models
 
 
-@register(DecisionTreeClassifier, output=lambda m, X: m.predict_proba(X)[:, 1], predict=predicted_index)
-def encode_decision_tree(model, x, *, lower=None, upper=None, formulation="split", fixed=None) -> Encoding:
-    """A decision tree: output = class-1 fraction of the active leaf (``predict_proba[:, 1]``)."""
-    check_fitted(model, "tree_")
-    check_binary(model)
-    t = model.tree_
-    trees = [_Tree(t, _class_one_fraction(t), np.arange(model.n_features_in_))]
-    return _encode_trees(model, x, trees, lower=lower, upper=upper, constant=0.0, scale=1.0, threshold=0.5,
-                         inclusive=False, formulation=formulation, fixed=fixed)
+def tree_ensemble(model) -> TreeEnsemble:
+    """Read a fitted DecisionTree, RandomForest, ExtraTrees, GradientBoosting (binary) or IsolationForest.
+
+    Raises TypeError for another model type and ValueError for an unfitted or multi-class one.
+    """
+    if isinstance(model, DecisionTreeClassifier):
+        check_fitted(model, "tree_")
+        check_binary(model)
+        t = model.tree_
+        return TreeEnsemble([Tree.read(t, _class_one_fraction(t))], 0.0, 1.0, 0.5, False)
+    if isinstance(model, (RandomForestClassifier, ExtraTreesClassifier)):
+        check_fitted(model, "estimators_")
+        check_binary(model)
+        trees = [Tree.read(e.tree_, _class_one_fraction(e.tree_)) for e in model.estimators_]
+        return TreeEnsemble(trees, 0.0, 1.0 / len(trees), 0.5, False)
+    if isinstance(model, GradientBoostingClassifier):
+        check_fitted(model, "estimators_")
+        check_binary(model)
+        trees = [Tree.read(e.tree_, e.tree_.value[:, 0, 0]) for e in model.estimators_[:, 0]]
+        return TreeEnsemble(trees, gradient_boosting_offset(model), model.learning_rate, 0.0, True)
+    if isinstance(model, IsolationForest):
+        check_fitted(model, "estimators_")
+        trees = [Tree.read(e.tree_, _path_lengths(e.tree_), feats)
+                 for e, feats in zip(model.estimators_, model.estimators_features_)]
+        c = float(_average_path_length(np.array([model.max_samples_]))[0])
+        return TreeEnsemble(trees, 0.0, 1.0 / len(trees), float(-c * np.log2(-model.offset_)), True)
+    raise TypeError(f"not a tree model: {type(model).__name__}")
 
 
-@register(RandomForestClassifier, ExtraTreesClassifier, output=lambda m, X: m.predict_proba(X)[:, 1],
-          predict=predicted_index)
-def encode_forest(model, x, *, lower=None, upper=None, formulation="split", fixed=None) -> Encoding:
-    """A soft-voting forest: output = mean over trees of the leaf class-1 fraction (``predict_proba``)."""
-    check_fitted(model, "estimators_")
-    check_binary(model)
-    n = model.n_features_in_
-    trees = [_Tree(e.tree_, _class_one_fraction(e.tree_), np.arange(n)) for e in model.estimators_]
-    return _encode_trees(model, x, trees, lower=lower, upper=upper, constant=0.0, scale=1.0 / len(trees),
-                         threshold=0.5, inclusive=False, formulation=formulation, fixed=fixed)
-
-
-def _gbm_init_offset(model) -> float:
+def gradient_boosting_offset(model) -> float:
     """The init estimator's raw score: decision_function minus the trees' contribution (at x = 0)."""
     X = np.zeros((1, model.n_features_in_))
     trees = sum(e.predict(X)[0] for e in model.estimators_[:, 0])
     return float(model.decision_function(X)[0] - model.learning_rate * trees)
-
-
-@register(GradientBoostingClassifier, output=lambda m, X: m.decision_function(X), predict=predicted_index)
-def encode_gradient_boosting(model, x, *, lower=None, upper=None, formulation="split", fixed=None) -> Encoding:
-    """Binary gradient boosting: output = init + learning_rate * sum of leaf values (``decision_function``)."""
-    check_fitted(model, "estimators_")
-    check_binary(model)
-    n = model.n_features_in_
-    trees = [_Tree(e.tree_, e.tree_.value[:, 0, 0], np.arange(n)) for e in model.estimators_[:, 0]]
-    return _encode_trees(model, x, trees, lower=lower, upper=upper, constant=_gbm_init_offset(model),
-                         scale=model.learning_rate, threshold=0.0, inclusive=True, formulation=formulation,
-                         fixed=fixed)
 
 
 def _average_path_length(n_samples: np.ndarray) -> np.ndarray:
@@ -287,36 +378,109 @@ def _average_path_length(n_samples: np.ndarray) -> np.ndarray:
     return out
 
 
+def _path_lengths(t) -> np.ndarray:
+    """Per node of an isolation tree: its depth plus c(samples in it), the path length of a leaf."""
+    depth = np.zeros(t.node_count)
+    for node in range(t.node_count):  # children have larger ids than parents
+        for child in (t.children_left[node], t.children_right[node]):
+            if child != -1:
+                depth[child] = depth[node] + 1
+    return depth + _average_path_length(t.n_node_samples)
+
+
 def mean_path_length(model, X) -> np.ndarray:
     """E[h(x)] recovered from sklearn's ``score_samples`` (the encoded output of an IsolationForest)."""
     c = float(_average_path_length(np.array([model.max_samples_]))[0])
     return -c * np.log2(-model.score_samples(X))
 
 
-@register(IsolationForest, output=mean_path_length, predict=lambda m, X: (m.predict(X) == 1).astype(int))
-def encode_isolation_forest(model, x, *, lower=None, upper=None, formulation="split", fixed=None) -> Encoding:
-    """An isolation forest: output = mean path length E[h(x)]; inlier iff output >= threshold.
+# ------------------------------------------------------------------------------------ after the solve
 
-    sklearn: ``score_samples = -2^(-E[h]/c(psi))`` and ``predict == 1`` iff ``score_samples >= offset_``,
-    i.e. iff ``E[h] >= -c(psi) * log2(-offset_)``. Use ``enc.predicts(1)`` to require an inlier.
+
+def chosen_leaves(encoding) -> list[tuple[int, int]] | None:
+    """(tree index, leaf id) of every leaf a solved tree encoding chose; None for another encoding or
+    before a solve."""
+    weights = encoding.variables.get("leaf_weight", encoding.variables.get("leaf"))
+    if "leaves" not in encoding.variables or weights is None or weights.value is None:
+        return None
+    return [leaf for leaf, w in zip(encoding.variables["leaves"], np.ravel(weights.value)) if w >= 0.5]
+
+
+def _chosen_cell(encoding, n_features: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Bounds (lo, hi) with ``lo < float32(x) <= hi`` iff x reaches every leaf the solve chose."""
+    leaves = chosen_leaves(encoding)
+    if leaves is None:
+        return None
+    trees = tree_ensemble(encoding.model).trees
+    lo, hi = np.full(n_features, -np.inf), np.full(n_features, np.inf)
+    for ti, leaf in leaves:
+        for f, t, goes_left in trees[ti].path(leaf):
+            if goes_left:
+                hi[f] = min(hi[f], t)
+            else:
+                lo[f] = max(lo[f], t)
+    return lo, hi
+
+
+def snap_to_chosen_leaves(x, encodings) -> tuple[np.ndarray, int]:
+    """Move each feature a solver left on the wrong float32 side of a split it chose back into the
+    chosen cell (the nearest float32 value inside it); returns (x, number of features moved).
+
+    `encodings`: the solved encodings of models whose input is x (one or a list); those of models
+    without trees are skipped. Why: a split margin can be as small as a quarter of the gap between two
+    thresholds of one feature, below the solver's feasibility tolerance (about 1e-7 to 1e-6), so the
+    solver's point can reach other leaves than those it chose (seen on Spambase: score 0.6465 for a
+    constraint 0.6501). The moved point reaches the chosen leaves, so the model's own output there is the
+    encoded output. A feature is moved by at most the solver's tolerance.
     """
-    check_fitted(model, "estimators_")
-    trees = []
-    for e, feats in zip(model.estimators_, model.estimators_features_):
-        t = e.tree_
-        depth = np.zeros(t.node_count)
-        for node in range(t.node_count):  # children have larger ids than parents
-            for child in (t.children_left[node], t.children_right[node]):
-                if child != -1:
-                    depth[child] = depth[node] + 1
-        trees.append(_Tree(t, depth + _average_path_length(t.n_node_samples), np.asarray(feats)))
-    c = float(_average_path_length(np.array([model.max_samples_]))[0])
-    threshold = -c * np.log2(-model.offset_)
-    return _encode_trees(model, x, trees, lower=lower, upper=upper, constant=0.0, scale=1.0 / len(trees),
-                         threshold=float(threshold), inclusive=True, formulation=formulation, fixed=fixed)
+    x = np.array(x, dtype=float).ravel()
+    moved = 0
+    for encoding in [encodings] if hasattr(encodings, "variables") else encodings:
+        cell = _chosen_cell(encoding, len(x))
+        if cell is None:
+            continue
+        lo, hi = cell
+        x32 = x.astype(np.float32).astype(np.float64)
+        for j in np.flatnonzero((x32 <= lo) | (x32 > hi)):
+            if x32[j] <= lo[j]:  # the smallest float32 above lo
+                v = np.float32(lo[j])
+                if float(v) <= lo[j]:
+                    v = np.nextafter(v, np.float32(np.inf))
+            else:  # the largest float32 at most hi
+                v = np.float32(hi[j])
+                if float(v) > hi[j]:
+                    v = np.nextafter(v, np.float32(-np.inf))
+            if lo[j] < float(v) <= hi[j]:
+                x[j] = float(v)
+                moved += 1
+    return x, moved
 
 
-def isolation_score(model, mean_path_length):
-    """sklearn's ``score_samples`` from the encoded output E[h(x)] of :func:`encode_isolation_forest`."""
-    c = float(_average_path_length(np.array([model.max_samples_]))[0])
-    return -(2.0 ** (-np.asarray(mean_path_length, dtype=float) / c))
+# ------------------------------------------------------------------------------------ encoders
+
+
+def _class_one_probability(model, X):
+    return model.predict_proba(X)[:, 1]
+
+
+def _decision_function(model, X):
+    return model.decision_function(X)
+
+
+def _inlier(model, X):
+    return (model.predict(X) == 1).astype(int)
+
+
+@register(DecisionTreeClassifier, family="tree", output=_class_one_probability, predict=predicted_index)
+@register(RandomForestClassifier, ExtraTreesClassifier, family="ensemble", output=_class_one_probability,
+          predict=predicted_index)
+@register(GradientBoostingClassifier, family="ensemble", output=_decision_function, predict=predicted_index)
+@register(IsolationForest, family="anomaly", output=mean_path_length, predict=_inlier)
+def encode_tree_model(model, x, *, lower=None, upper=None, formulation="split", fixed=None) -> Encoding:
+    """A tree model (see :func:`tree_ensemble` and the module docstring for each type's output).
+
+    DecisionTree / RandomForest / ExtraTrees: the class-1 probability (``predict_proba[:, 1]``);
+    GradientBoosting: ``decision_function`` (init + learning_rate * sum of leaf values); IsolationForest:
+    the mean path length E[h(x)], an inlier iff ``output >= threshold`` (``enc.predicts(1)``).
+    """
+    return _encode_trees(model, x, lower=lower, upper=upper, formulation=formulation, fixed=fixed)

@@ -6,24 +6,32 @@ and returns ``(f(x; θ), x)`` as a :class:`Solution`, evaluates the objective ``
 violation ``δ(x, X(θ))`` of eq. (9). All three problems of the paper have an objective that is linear in
 ``x`` (``f(x; θ) = c(θ)ᵀx``) and a linear formulation ``A_eq(θ) x = b_eq(θ)``, ``A_in(θ) x ≤ b_in(θ)``;
 :meth:`ParametricProblem.formulation` returns it, which is what CLEMO's coherence terms need.
+:func:`solve_many` applies ``h`` to many parameter vectors, in interpreters of their own for problems
+whose solver cannot share a process with the others (``isolate``).
 """
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
+import joblib
 import numpy as np
+
+from ..isolation import map_isolated
 
 
 @dataclass
 class Solution:
-    """What the solution algorithm returns for one θ: the objective value and the decision vector."""
+    """What the solution algorithm returns for one θ: the objective value, the decision vector and the
+    algorithm or solver that produced them (``"highs"``, ``"networkx-dijkstra"``, ``"ortools-routing"``)."""
 
     objective: float
     x: np.ndarray
     status: str = "optimal"
     extra: dict = field(default_factory=dict)
+    solver: str = ""
 
 
 @dataclass
@@ -41,7 +49,8 @@ class ParametricProblem(ABC):
 
     Subclasses set ``theta0`` (present parameters), ``feature_names``, ``decision_names``, ``binary``
     (per decision variable: is it 0/1?) and implement :meth:`solve`, :meth:`cost_vector` and
-    :meth:`formulation`.
+    :meth:`formulation`. ``isolate`` names a module that the solver needs loaded before any other in
+    its process (see :func:`solve_many`); None for problems that solve anywhere.
     """
 
     name: str = "problem"
@@ -50,6 +59,7 @@ class ParametricProblem(ABC):
     decision_names: list[str]
     binary: np.ndarray
     relative_std: float = 0.2
+    isolate: str | None = None
 
     # ---------------------------------------------------------------- to implement
     @abstractmethod
@@ -108,3 +118,26 @@ class ParametricProblem(ABC):
     def default_explained(self, present: Solution) -> np.ndarray:
         """Indices of the decision variables to explain (default: all)."""
         return np.arange(len(self.decision_names))
+
+
+def _solve_chunk(problem: ParametricProblem, thetas) -> list[Solution]:
+    return [problem.solve(theta) for theta in thetas]
+
+
+def solve_many(problem: ParametricProblem, thetas, *, n_jobs: int = 1) -> list[Solution]:
+    """The problem's algorithm on every row of `thetas`, in order.
+
+    A problem with ``isolate`` set (the CVRP) is solved in fresh interpreters, `n_jobs` at a time, that
+    import that module first (:func:`explainopt.isolation.map_isolated`): OR-Tools and highspy (which
+    cvxpy loads) bundle clashing HiGHS symbols, so whichever of the two a process imports second fails.
+    Other problems run in this process (``n_jobs=1``) or in joblib workers.
+    """
+    thetas = np.atleast_2d(thetas)
+    if problem.isolate:
+        workers = max(1, n_jobs if n_jobs > 0 else (os.cpu_count() or 1))
+        chunks = [c for c in np.array_split(thetas, min(len(thetas), workers)) if len(c)]
+        parts = map_isolated(_solve_chunk, [(problem, c) for c in chunks], preload=problem.isolate, n_jobs=workers)
+        return [s for part in parts for s in part]
+    if n_jobs == 1:
+        return _solve_chunk(problem, thetas)
+    return joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(problem.solve)(theta) for theta in thetas)

@@ -13,6 +13,7 @@ import json
 import networkx as nx
 import numpy as np
 
+from ..datasets import fetch
 from .base import LinearFormulation, ParametricProblem, Solution
 
 
@@ -37,8 +38,6 @@ class ShortestPath(ParametricProblem):
     @classmethod
     def from_registry(cls, path: str = "clemo/spp_instance.json") -> "ShortestPath":
         """The paper's instance, read through the dataset registry."""
-        from ..datasets import fetch
-
         data = json.loads(fetch(path).read_text())
         return cls(nodes=data["nodes"], edges=data["edges"], source=data["source_node"],
                    target=data["target_node"], positions=data.get("positions"),
@@ -70,7 +69,7 @@ class ShortestPath(ParametricProblem):
         """Dijkstra's algorithm (networkx)."""
         path = nx.dijkstra_path(self.graph(theta), self.source, self.target, weight="weight")
         x = self.path_to_x(path)
-        return Solution(self.objective(x, theta), x, extra={"path": path})
+        return Solution(self.objective(x, theta), x, extra={"path": path}, solver="networkx-dijkstra")
 
     def formulation(self, theta) -> LinearFormulation:
         """Flow conservation of eq. (12): node–arc incidence (out − in) = 1 at s, −1 at t, 0 elsewhere."""

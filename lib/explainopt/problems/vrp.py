@@ -20,6 +20,7 @@ import json
 
 import numpy as np
 
+from ..datasets import fetch
 from .base import LinearFormulation, ParametricProblem, Solution
 
 OBJECTIVE_UNIT = 1000.0   # objective and arc costs in thousands
@@ -42,8 +43,9 @@ class CVRP(ParametricProblem):
 
     name = "cvrp"
     #: OR-Tools and highspy (loaded by cvxpy) bundle clashing HiGHS symbols: whichever is imported second
-    #: fails. :func:`explainopt.clemo.solve_many` therefore runs these solves in fresh worker processes.
-    isolate = True
+    #: fails. :func:`~.base.solve_many` therefore runs these solves in fresh interpreters that load
+    #: OR-Tools first.
+    isolate = "ortools.constraint_solver.pywrapcp"
 
     def __init__(self, coordinates, demands, *, num_vehicles: int = 4, capacity: int = 150,
                  time_limit: float = 5.0, distance: str = "notebook", max_load_share: float = 0.8):
@@ -63,8 +65,6 @@ class CVRP(ParametricProblem):
 
     @classmethod
     def from_registry(cls, path: str = "clemo/cvrp_instance.json", **options) -> "CVRP":
-        from ..datasets import fetch
-
         data = json.loads(fetch(path).read_text())
         options.setdefault("time_limit", data.get("time_limit_s", 5.0))
         return cls(data["coordinates"], data["demands"], num_vehicles=data["num_vehicles"],
@@ -101,7 +101,13 @@ class CVRP(ParametricProblem):
 
     # ------------------------------------------------------------------ solving
     def solve(self, theta) -> Solution:
-        """OR-Tools routing: PATH_CHEAPEST_ARC + GUIDED_LOCAL_SEARCH within ``time_limit`` seconds."""
+        """OR-Tools routing: PATH_CHEAPEST_ARC + GUIDED_LOCAL_SEARCH within ``time_limit`` seconds.
+
+        A limit so short that a busy machine finds no first solution within it is raised fourfold, at most
+        three times (``extra["retries"]`` counts them); the sample then has a solution like every other.
+        """
+        # imported here, not at the top: a process that has loaded highspy (cvxpy does) cannot load OR-Tools;
+        # solve_many calls this in fresh interpreters that load OR-Tools first (see `isolate`)
         from ortools.constraint_solver import pywrapcp, routing_enums_pb2
 
         demands, dist = self.split(theta)
@@ -115,10 +121,14 @@ class CVRP(ParametricProblem):
         params = pywrapcp.DefaultRoutingSearchParameters()
         params.first_solution_strategy = routing_enums_pb2.FirstSolutionStrategy.PATH_CHEAPEST_ARC
         params.local_search_metaheuristic = routing_enums_pb2.LocalSearchMetaheuristic.GUIDED_LOCAL_SEARCH
-        params.time_limit.FromMilliseconds(max(1, int(round(1000 * self.time_limit))))
-        solution = routing.SolveWithParameters(params)
+        for retries in range(4):
+            params.time_limit.FromMilliseconds(max(1, int(round(1000 * self.time_limit * 4 ** retries))))
+            solution = routing.SolveWithParameters(params)
+            if solution is not None:
+                break
         if solution is None:
-            return Solution(float("nan"), np.full(len(self.arcs), np.nan), status="no_solution")
+            return Solution(float("nan"), np.full(len(self.arcs), np.nan), status="no_solution",
+                            solver="ortools-routing")
         x, load, routes = np.zeros(len(self.arcs)), np.zeros(self.n), []
         index_of = {arc: i for i, arc in enumerate(self.arcs)}
         for vehicle in range(self.num_vehicles):
@@ -133,7 +143,22 @@ class CVRP(ParametricProblem):
                 load[node] = cum if node else load[node]
             if len(route) > 2:
                 routes.append(route)
-        return Solution(self.objective(x, theta), x, extra={"routes": routes, "load": load})
+        return Solution(self.objective(x, theta), x, extra={"routes": routes, "load": load, "retries": retries},
+                        solver="ortools-routing")
+
+    def routes(self, x) -> list[list[int]]:
+        """The depot-to-depot routes of an arc vector x (the successor of each node along used arcs)."""
+        successors = {}
+        for i in np.flatnonzero(np.asarray(x) > 0.5):
+            j, k = self.arcs[i]
+            successors.setdefault(j, []).append(k)
+        routes = []
+        for first in successors.get(0, []):
+            route = [0, first]
+            while route[-1] != 0 and len(route) <= self.n:
+                route.append(successors[route[-1]][0])
+            routes.append(route)
+        return routes
 
     def formulation(self, theta) -> LinearFormulation:
         """Degree constraints of the MTZ model (eq. (13)): out = in = 1 at clients, out_0 = in_0 ≤ m.

@@ -1,0 +1,177 @@
+"""Robust regions benchmark (Maragno et al., Algorithm 1): where the time goes, per model and radius.
+
+    python benchmarks/regions.py --quick                       # a few minutes
+    python benchmarks/regions.py --configs DT5:0.05 RF5:0.05 RF10:0.05 NN50:0.01 --instances 10
+    python benchmarks/regions.py --datasets banknote diabetes --norms linf l2 --rhos 0.01 0.05 --models DT5 RF5
+    PYTHONPATH=lib:/path/to/pyomo python benchmarks/regions.py --quick --authors /tmp/robust-CE
+
+For every (dataset, model, norm, rho) and solver (HiGHS, Gurobi) it runs ``robust_region`` on the
+first `--instances` rows (the chapter's fitted models and factuals) and prints the mean loop time, the
+master solves (iterations), the final scenario count, cvxpy's compile time apart from the solvers'
+time (master / adversarial), the converged count and how many fell back from Gurobi for its licence.
+Every region is certified again (``certify_region``) and a region that fails raises.
+
+``--authors PATH`` points at a checkout of the authors' robust-CE code (not part of this project;
+it needs pyomo importable and Gurobi): their ``rce.generate`` runs on the same fitted models and
+factuals, and the table adds their mean time, master solves and distance, and the ratios
+``authors / ours``. Their reported time excludes their distance-to-border solves, as the paper's
+does; ours excludes nothing. Both run from a temporary directory whose ``gurobi.env`` sets
+``Threads 1`` (the paper's single-thread comparison); HiGHS's MIP search is single-threaded anyway.
+The domain is ``--domain unbounded`` (the authors' setting, default), ``box`` ([0, 1]) or ``wide``
+([-1, 2]; with ``--cuts 0`` this runs a library version from before the unbounded option, for a
+before/after table).
+"""
+
+import argparse
+import contextlib
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from explainopt import solvers
+from explainopt.chapters.robust_regions import fitted_model, paper_data
+from explainopt.counterfactuals import regions as R
+from explainopt.counterfactuals.regions import certify_region, robust_region
+
+CUTS = getattr(R, "CUTS", 0)  # the library default (0: a version without the option)
+
+#: --domain: the authors' unbounded variables, the data's box, the box the issue widened to.
+DOMAINS = {"unbounded": (None, None), "box": (0.0, 1.0), "wide": (-1.0, 2.0)}
+AUTHORS_TYPES = {"LR": "linear", "DT": "cart", "RF": "rf", "GBM": "gbm", "NN": "mlp"}
+
+
+def configurations(args) -> list[dict]:
+    """(dataset, model, norm, rho) cells: the --configs pairs, else the product of the lists."""
+    if args.configs:
+        pairs = [(c.split(":")[0], float(c.split(":")[1])) for c in args.configs]
+    else:
+        pairs = [(m, r) for m in args.models for r in args.rhos]
+    return [dict(dataset=d, model=m, norm=n, rho=r) for d in args.datasets for n in args.norms for m, r in pairs]
+
+
+def run_ours(cell: dict, solver: str, args) -> dict:
+    X, _ = paper_data(cell["dataset"])
+    model = fitted_model(cell["dataset"], cell["model"])
+    bounds = DOMAINS[args.domain]
+    options = {} if args.cuts is None else {"cuts": args.cuts}  # None: a version without the option
+    rows = []
+    for i in range(args.instances):
+        region = robust_region(model, X[i], rho=cell["rho"], norm=cell["norm"], lower=bounds[0], upper=bounds[1],
+                               solver=solver, time_limit=args.time_limit, **options)
+        if region.x is not None:
+            cert = certify_region(model, region.x, rho=region.radius, norm=region.norm, target=region.target,
+                                  n_samples=2000, solver=solver)
+            if not cert.certified:
+                raise AssertionError(f"{cell} row {i} {solver}: region not certified: {cert}")
+        mp_compile = sum(getattr(h, "master_compile_time", math.nan) for h in region.history)
+        compile_time = getattr(region, "compile_time", math.nan)
+        rows.append(dict(time=region.time, iterations=region.iterations,
+                         scenarios=getattr(region, "scenarios", region.iterations),
+                         master_compile=mp_compile, master_solve=region.master_time - mp_compile,
+                         ap_compile=compile_time - mp_compile,
+                         ap_solve=region.adversarial_time - (compile_time - mp_compile),
+                         converged=region.converged, fallback=region.fallback_from is not None,
+                         distance=region.distance))
+    frame = pd.DataFrame(rows)
+    out = {k: float(frame[k].mean()) for k in ("time", "iterations", "scenarios", "master_compile", "master_solve",
+                                                "ap_compile", "ap_solve")}
+    out.update(converged=int(frame["converged"].sum()), fallback=int(frame["fallback"].sum()),
+               distances=frame["distance"].round(5).tolist())
+    return out
+
+
+def authors_type(name: str) -> str:
+    return next(t for prefix, t in AUTHORS_TYPES.items() if name.startswith(prefix))
+
+
+def run_authors(cell: dict, args, workdir: Path) -> dict:
+    """The authors' rce.generate on our fitted model and factuals (their code, run as it is)."""
+    sys.path.insert(0, str(Path(args.authors).resolve()))
+    import rce  # noqa: PLC0415 (the authors' package, only with --authors)
+
+    X, y = paper_data(cell["dataset"])
+    columns = [f"f{j}" for j in range(X.shape[1])]
+    frame_x, frame_y = pd.DataFrame(X, columns=columns), pd.Series(y, name="Outcome")
+    model = fitted_model(cell["dataset"], cell["model"])
+    clf_type = authors_type(cell["model"])
+    rows = []
+    for i in range(args.instances):
+        u = frame_x.iloc[[i]]
+        with contextlib.redirect_stdout(io.StringIO()):
+            _, iterations, comp_time, solution, _ = rce.generate(
+                model, frame_x, frame_y, str(workdir / f"{cell['dataset']}-{cell['model']}"), clf_type, "binary", u,
+                columns, [], [], {}, [], [], [], cell["rho"], unc_type=cell["norm"], iterative=clf_type != "linear",
+                time_limit=args.time_limit)
+        x = None if solution is None else np.asarray(solution, dtype=float).ravel()
+        rows.append(dict(time=comp_time, iterations=iterations + 1,
+                         distance=math.nan if x is None else float(np.abs(x - X[i]).sum())))
+    frame = pd.DataFrame(rows)
+    return dict(time=float(frame["time"].mean()), iterations=float(frame["iterations"].mean()),
+                distances=frame["distance"].round(5).tolist())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="banknote, DT5/RF5/NN10, rho 0.05, l-inf, 3 rows")
+    parser.add_argument("--datasets", nargs="+", default=["banknote", "diabetes"])
+    parser.add_argument("--models", nargs="+", default=["DT3", "DT5", "DT10", "RF5", "RF10", "GBM5", "GBM10",
+                                                          "NN10", "NN50"])
+    parser.add_argument("--rhos", type=float, nargs="+", default=[0.01, 0.05])
+    parser.add_argument("--norms", nargs="+", default=["linf", "l2"])
+    parser.add_argument("--configs", nargs="+", help="model:rho pairs instead of --models x --rhos")
+    parser.add_argument("--instances", type=int, default=10)
+    parser.add_argument("--solvers", nargs="+", default=["highs", "gurobi"])
+    parser.add_argument("--domain", choices=sorted(DOMAINS), default="unbounded")
+    parser.add_argument("--cuts", type=int, default=CUTS, help="scenarios added per iteration (1: the paper's; "
+                        "0: leave the option out, for a library version without it)")
+    parser.add_argument("--time-limit", type=float, default=300.0)
+    parser.add_argument("--authors", help="a checkout of the authors' robust-CE code (with pyomo importable)")
+    parser.add_argument("--json", help="write the rows here as JSON")
+    args = parser.parse_args()
+    args.cuts = args.cuts or None
+    if args.quick:
+        args.datasets, args.norms, args.instances = ["banknote"], ["linf"], min(args.instances, 3)
+        args.configs = args.configs or ["DT5:0.05", "RF5:0.05", "NN10:0.05"]
+    solver_names = [s for s in args.solvers if solvers.solver_available(s)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        (workdir / "gurobi.env").write_text("Threads 1\nOutputFlag 0\n")
+        here = os.getcwd()
+        os.chdir(workdir)
+        try:
+            for cell in configurations(args):
+                row = dict(cell)
+                for name in solver_names:
+                    started = time.perf_counter()
+                    ours = run_ours(cell, name, args)
+                    row.update({f"{name}_{k}": v for k, v in ours.items()})
+                    print(f"{cell} {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+                if args.authors:
+                    theirs = run_authors(cell, args, workdir)
+                    row.update({f"authors_{k}": v for k, v in theirs.items()})
+                    for name in solver_names:
+                        row[f"authors/{name}"] = theirs["time"] / max(row[f"{name}_time"], 1e-9)
+                rows.append(row)
+        finally:
+            os.chdir(here)
+    frame = pd.DataFrame(rows)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    shown = [c for c in frame.columns if not c.endswith("distances")]
+    with pd.option_context("display.width", 250, "display.max_columns", 60, "display.precision", 3):
+        print(frame[shown].to_string(index=False))
+    print(f"\ndomain {args.domain}, cuts {args.cuts}, {args.instances} rows per cell, time limit {args.time_limit} s; "
+          "times are mean seconds per region (compile: cvxpy; solve: the solver's own)")
+
+
+if __name__ == "__main__":
+    main()

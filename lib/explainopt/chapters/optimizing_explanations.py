@@ -1,0 +1,653 @@
+"""Chapter 1: the protocol of Raedler et al. (2025), "optimizing explanations".
+
+The algorithm (losses, their cone programs, agreement rates) is :mod:`explainopt.attributions`; this
+module holds what only the paper's experiment needs:
+
+- the five test functions of **Table 1** (:data:`FUNCTIONS`, gradients in closed form), the equidistant
+  grids on [-5, 5]^D with the N of **Appendix A** (:data:`GRID_SIZES`, transcribed in
+  ``data/optimizing_explanations_grids.csv``) and the radius rule of Appendix A (:func:`admissible_radii`);
+- the grid of experiments (:data:`SCALES`, :func:`experiment_configs`) and its cell
+  (:func:`optimize_explanations`: one function, D, u, metric and constraint variant, with
+  ``η = 0.2 · L_faithful^max``), which :func:`explainopt.experiments.run_grid` runs and caches;
+- the chapter's tables: agreement rates per cell (Figures 1 and 3), how much of the disagreement ties in
+  ∇f explain, the pointwise variant against the global one, the Figure 2 profile of a solution;
+- the checks behind each claim of the paper (:func:`paper_claims`, one function per claim; the paper's
+  statements are transcribed in ``data/optimizing_explanations_claims.csv`` and
+  ``data/optimizing_explanations_figure2.csv``), the closing summary (:func:`lessons`) and the figures.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from .. import attributions as A
+from .. import reporting
+from ..plots import PALETTE, heatmap
+from . import paper_table
+
+log = logging.getLogger(__name__)
+
+METRIC_LABELS = {
+    "max_sensitivity": "max-sensitivity",
+    "local_stability": "local stability",
+    "average_sensitivity": "average sensitivity",
+    "average_sensitivity_squared": "average sensitivity (squared)",
+}
+DOMAIN = (-5.0, 5.0)
+#: The faithfulness budget of Section 3.2: η = ETA_FRACTION · L_faithful^max.
+ETA_FRACTION = 0.2
+
+
+# =========================================================================== Table 1: test functions
+
+@dataclass(frozen=True)
+class ToyFunction:
+    """A separable function ``f(x) = Σ_d φ(x_d)`` of Table 1 with its derivative ``φ'``."""
+
+    name: str
+    formula: str
+    phi: Callable[[np.ndarray], np.ndarray]
+    dphi: Callable[[np.ndarray], np.ndarray]
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        """f at each row of X (shape (N, D)) -> shape (N,)."""
+        return self.phi(A.as_points(X)).sum(axis=1)
+
+    def gradient(self, X: np.ndarray) -> np.ndarray:
+        """∇f at each row of X -> shape (N, D) (analytic)."""
+        return self.dphi(A.as_points(X))
+
+
+FUNCTIONS: dict[str, ToyFunction] = {f.name: f for f in (
+    ToyFunction("x^2", "Σ_d x_d²", lambda x: x**2, lambda x: 2 * x),
+    ToyFunction("x^3", "Σ_d 0.35 x_d³", lambda x: 0.35 * x**3, lambda x: 1.05 * x**2),
+    ToyFunction("sin x + e^x - x^2", "Σ_d sin 2x_d + 0.1 e^{x_d} − 0.5 x_d²",
+                lambda x: np.sin(2 * x) + 0.1 * np.exp(x) - 0.5 * x**2,
+                lambda x: 2 * np.cos(2 * x) + 0.1 * np.exp(x) - x),
+    ToyFunction("sin x", "Σ_d sin x_d", np.sin, np.cos),
+    ToyFunction("sin x^3", "Σ_d sin(0.35 x_d³)", lambda x: np.sin(0.35 * x**3),
+                lambda x: 1.05 * x**2 * np.cos(0.35 * x**3)),
+)}
+
+
+def get_function(name: str) -> ToyFunction:
+    """The Table 1 function called `name` (one of :data:`FUNCTIONS`)."""
+    if isinstance(name, ToyFunction):
+        return name
+    if name not in FUNCTIONS:
+        raise ValueError(f"unknown function {name!r}; expected one of {list(FUNCTIONS)}")
+    return FUNCTIONS[name]
+
+
+def function_table(functions: Sequence[str] = tuple(FUNCTIONS)) -> pd.DataFrame:
+    """Table 1 for the functions that run."""
+    return pd.DataFrame([{"name": f.name, "f(x)": f.formula} for f in FUNCTIONS.values() if f.name in functions])
+
+
+def pretty(name: str) -> str:
+    """A function's name with superscripts, as the claims write it (``x^3`` -> ``x³``)."""
+    return name.replace("^2", "²").replace("^3", "³")
+
+
+# =========================================================================== Appendix A: grids and radii
+
+_GRIDS = paper_table("optimizing_explanations_grids")
+#: Number of grid points per dimension (Appendix A): 80 on a line, 9², 5³ and 3⁴ points.
+GRID_SIZES: dict[int, int] = dict(zip(_GRIDS["D"].astype(int), _GRIDS["N"].astype(int)))
+#: The radii Appendix A lists for each D.
+PAPER_RADII: dict[int, list[int]] = {int(d): [int(u) for u in r.split()] for d, r in zip(_GRIDS["D"], _GRIDS["radii"])}
+#: Perturbation radii of Section 3.1.
+RADII = tuple(sorted({u for radii in PAPER_RADII.values() for u in radii}))
+
+
+def grid(dimension: int, n_points: int | None = None, *, domain: tuple[float, float] = DOMAIN) -> np.ndarray:
+    """Equidistant grid on ``[-5, 5]^D`` with N points (default: Appendix A's N for D), shape (N, D).
+
+    N must be a perfect D-th power (k points per axis, ``k^D = N``); rows are sorted
+    lexicographically (the paper's "X is sorted").
+    """
+    if not isinstance(dimension, (int, np.integer)) or isinstance(dimension, bool) or dimension < 1:
+        raise ValueError(f"dimension must be a positive integer; got {dimension!r}")
+    if n_points is None:
+        if dimension not in GRID_SIZES:
+            raise ValueError(f"no default grid size for dimension {dimension}; pass n_points (a perfect "
+                             f"{dimension}-th power) or use D in {sorted(GRID_SIZES)}")
+        n_points = GRID_SIZES[dimension]
+    per_axis = int(round(n_points ** (1.0 / dimension)))
+    if per_axis < 2 or per_axis**dimension != n_points:
+        raise ValueError(f"n_points={n_points} is not k**{dimension} for an integer k >= 2; "
+                         f"an equidistant grid in D={dimension} needs a perfect power")
+    axis = np.linspace(domain[0], domain[1], per_axis)
+    mesh = np.meshgrid(*([axis] * dimension), indexing="ij")
+    return np.stack([m.ravel() for m in mesh], axis=1)
+
+
+def admissible_radii(dimension: int, radii: Sequence[float] = RADII, n_points: int | None = None) -> list[float]:
+    """The radii of `radii` that give every grid point at least one neighbour (Appendix A).
+
+    Appendix A words the rule as "the minimum pairwise distance between input points is larger than u",
+    but the radii it then lists (u = 1 only for D = 1, 2 for D ≤ 2, 3 for D ≤ 3) are those with u at
+    least the grid step (10/79, 1.25, 2.5, 5 for D = 1..4), i.e. neighbourhoods that are not empty.
+    """
+    step = A.grid_spacing(grid(dimension, n_points))
+    return [u for u in radii if u >= step * (1 - A.RADIUS_RTOL)]
+
+
+def grid_table(dimensions: Sequence[int], functions: Sequence[str], radii: Sequence[float] = RADII) -> pd.DataFrame:
+    """Per D: N, grid step, the radii that run, and (mean over `functions`) the share of points where ∇f
+    has tied most important features and the all-three agreement random tie-breaking would give."""
+    rows = []
+    for d in dimensions:
+        X = grid(d)
+        gradients = [get_function(f).gradient(X) for f in functions]
+        rows.append({"D": d, "N": len(X), "grid step": A.grid_spacing(X), "radii u": admissible_radii(d, radii),
+                     "∇f tied share": sum(A.tied_top_share(G) for G in gradients) / len(functions),
+                     "chance agreement": sum(A.chance_agreement(G) for G in gradients) / len(functions)})
+    return pd.DataFrame(rows)
+
+
+# =========================================================================== the grid of experiments
+
+#: smoke: D <= 2 and two functions; book: the paper's grid; paper: + Table 2's squared average sensitivity.
+SCALES = {
+    "smoke": dict(dimensions=[1, 2], functions=["x^3", "sin x^3"], radii=list(RADII), metrics=A.METRICS,
+                  cache=False),
+    "book": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII), metrics=A.METRICS,
+                 cache=True),
+    "paper": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII),
+                  metrics=A.ALL_METRICS, cache=True),
+}
+
+
+@dataclass(kw_only=True)
+class ExplanationResult(A.OptimizedExplanations):
+    """One cell of the chapter's grid: a solved problem for a Table 1 function on the Appendix A grid."""
+
+    function: str
+    dimension: int
+    faithful_max: float  # L_faithful^max, the loss of the constant mean-gradient explanation
+
+    def summary(self) -> dict:
+        """Scalars only (a row of a results table)."""
+        return {
+            "function": self.function, "D": self.dimension, "u": self.radius, "metric": self.metric,
+            "pointwise": self.pointwise, "N": len(self.X), "status": self.status, "solver": self.solver,
+            "eta": self.eta, "L_faithful": self.faithfulness, "L_faithful / eta": self.faithfulness_ratio,
+            "L_robust": self.robustness, "objective": self.objective, "solve_time_s": self.solve_time,
+        }
+
+
+def optimize_explanations(function: str, dimension: int, *, radius: float, metric: str, pointwise: bool = False,
+                          eta_fraction: float = ETA_FRACTION, n_points: int | None = None, solver: str | None = None,
+                          time_limit: float | None = None) -> ExplanationResult:
+    """Optimal explanations of a Table 1 function on the Appendix A grid (Section 3.2): one cell of the
+    chapter's grid, with ``η = eta_fraction · L_faithful^max`` (the paper: 0.2)."""
+    f = get_function(function)
+    if not 0 < eta_fraction < 1:
+        raise ValueError(f"eta_fraction must lie in (0, 1); got {eta_fraction!r}")
+    X = grid(dimension, n_points)
+    G = f.gradient(X)
+    faithful_max = A.max_faithfulness_loss(G)
+    solution = A.solve_explanations(X, G, radius=radius, metric=metric, eta=eta_fraction * faithful_max,
+                                    pointwise=pointwise, solver=solver, time_limit=time_limit)
+    return ExplanationResult(**vars(solution), function=f.name, dimension=int(dimension), faithful_max=faithful_max)
+
+
+def experiment_configs(functions: Sequence[str], dimensions: Sequence[int], radii: Sequence[float] = RADII, *,
+                       metrics: Sequence[str] = A.METRICS, pointwise: Sequence[bool] = (False,),
+                       solver: str | None = None) -> list[dict]:
+    """The (function, D, u, metric, variant) grid, with the radii of Appendix A for each D."""
+    for name in functions:
+        get_function(name)
+    for metric in metrics:
+        A.check_metric(metric)
+    return [dict(function=name, dimension=int(d), radius=float(u), metric=m, pointwise=bool(p), solver=solver)
+            for p in pointwise for d in dimensions for u in admissible_radii(d, radii)
+            for name in functions for m in metrics]
+
+
+def results_table(results: Sequence[ExplanationResult]) -> pd.DataFrame:
+    """One row per solved problem (scalars of :meth:`ExplanationResult.summary`)."""
+    return pd.DataFrame([r.summary() for r in results])
+
+
+def select(results: Sequence[ExplanationResult], **criteria) -> list[ExplanationResult]:
+    """The results whose fields equal `criteria` (e.g. ``function="x^3", dimension=1, radius=1``)."""
+    for key in criteria:
+        if key not in ExplanationResult.__dataclass_fields__:
+            raise ValueError(f"cannot select on {key!r}; fields are {list(ExplanationResult.__dataclass_fields__)}")
+    return [r for r in results if all(getattr(r, k) == v for k, v in criteria.items())]
+
+
+def problems_solved(solved: pd.DataFrame) -> pd.DataFrame:
+    """Problems, optimal ones and summed solver time per constraint variant and dimension."""
+    return solved.groupby(["pointwise", "D"]).agg(problems=("status", "size"),
+                                                  optimal=("status", lambda s: int((s == "optimal").sum())),
+                                                  solve_time_s=("solve_time_s", "sum"))
+
+
+def eta_check(solved: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and metric, over the optimal solutions: the range of L_faithful(E*)/η and the largest
+    relative gap between the solver's objective and the NumPy loss."""
+    ok = solved[solved["status"] == "optimal"]
+    gap = (ok["objective"] - ok["L_robust"]).abs() / ok["L_robust"].abs().clip(lower=1e-12)
+    return ok.assign(objective_gap=gap).groupby(["pointwise", "metric"]).agg(
+        problems=("status", "size"), ratio_min=("L_faithful / eta", "min"), ratio_max=("L_faithful / eta", "max"),
+        max_rel_objective_gap=("objective_gap", "max"))
+
+
+# =========================================================================== agreement (Figures 1 and 3)
+
+def agreement_table(results: Sequence[ExplanationResult], *, metrics: Sequence[str] = A.METRICS,
+                    rtol: float = 0.0) -> pd.DataFrame:
+    """Agreement rates per (variant, function, D, u): each pair of metrics, all of them, and each vs ∇f.
+
+    Columns: ``max_sensitivity vs local_stability`` etc., ``all three`` and ``<metric> vs gradient``.
+    Configurations missing a metric or a solution are skipped (and logged).
+    """
+    groups: dict[tuple, dict[str, ExplanationResult]] = {}
+    for r in results:
+        if r.metric in metrics:
+            groups.setdefault((r.pointwise, r.function, r.dimension, r.radius), {})[r.metric] = r
+    rows = []
+    for (pointwise, function, dimension, radius), by_metric in groups.items():
+        if any(m not in by_metric or not by_metric[m].has_solution for m in metrics):
+            log.warning("skipping %s D=%s u=%s: a metric has no solution", function, dimension, radius)
+            continue
+        E = {m: by_metric[m].explanations for m in metrics}
+        row = {"pointwise": pointwise, "function": function, "D": dimension, "u": radius}
+        for a, b in combinations(metrics, 2):
+            row[f"{a} vs {b}"] = A.agreement_rate(E[a], E[b], rtol=rtol)
+        row["all three" if len(metrics) == 3 else "all"] = A.agreement_rate(*E.values(), rtol=rtol)
+        G = by_metric[metrics[0]].gradients
+        for m in metrics:
+            row[f"{m} vs gradient"] = A.agreement_rate(E[m], G, rtol=rtol)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _multi_dimensional(table: pd.DataFrame, *, pointwise: bool | None = False) -> pd.DataFrame:
+    """The rows with D >= 2 (where agreement means something) of one variant (None: both)."""
+    if not len(table):
+        return table
+    keep = table["D"] > 1
+    if pointwise is not None:
+        keep &= table["pointwise"] == pointwise
+    return table[keep]
+
+
+def agreement_by_dimension(table: pd.DataFrame, *, pointwise: bool = False,
+                           functions: Sequence[str] | None = None) -> pd.Series:
+    """Mean all-three agreement per D >= 2 (over functions and u) of one variant; empty without data."""
+    rows = _multi_dimensional(table, pointwise=pointwise)
+    if functions is not None and len(rows):
+        rows = rows[rows["function"].isin(functions)]
+    if not len(rows):
+        return pd.Series(dtype=float)
+    return rows.groupby("D")["all three"].mean()
+
+
+def pairwise_agreement(strict: pd.DataFrame) -> pd.DataFrame:
+    """Each pair of metrics and all three, averaged over functions and radii per D (global constraint)."""
+    pairs = [c for c in strict if " vs " in c and "gradient" not in c] + ["all three"]
+    return _multi_dimensional(strict).groupby("D")[pairs].mean()
+
+
+def tie_report(strict: pd.DataFrame, tie_aware: pd.DataFrame) -> pd.DataFrame:
+    """Per (D, function), global variant: how much of the argmax disagreement ties in ∇f explain.
+
+    Columns: share of grid points whose gradient has tied most important features; the all-three
+    agreement expected from random tie-breaking (:func:`explainopt.attributions.chance_agreement`); the
+    mean over u of the all-three agreement by strict argmax (``strict``) and counting near-ties as ties
+    (``tie_aware``).
+    """
+    rows = []
+    aware = _multi_dimensional(tie_aware)
+    for (d, name), sub in _multi_dimensional(strict).groupby(["D", "function"], sort=False):
+        G = get_function(name).gradient(grid(int(d)))
+        same = aware[(aware["D"] == d) & (aware["function"] == name)]
+        rows.append({"D": int(d), "function": name, "∇f tied share": A.tied_top_share(G),
+                     "chance agreement": A.chance_agreement(G, 3), "argmax agreement": sub["all three"].mean(),
+                     "tie-aware agreement": same["all three"].mean()})
+    return pd.DataFrame(rows)
+
+
+def variant_comparison(strict: pd.DataFrame, tie_aware: pd.DataFrame,
+                       metrics: Sequence[str] = A.METRICS) -> pd.DataFrame:
+    """Mean agreement per D for the global and the pointwise constraint (beyond the paper).
+
+    Columns: all-three agreement by strict argmax and tie-aware, and the tie-aware agreement of each
+    explanation with ∇f (averaged over the metrics), each for ``global`` and ``pointwise``. Empty when
+    no D >= 2 ran.
+    """
+    if not len(_multi_dimensional(strict, pointwise=None)):
+        return pd.DataFrame()
+    gradient_cols = [f"{m} vs gradient" for m in metrics]
+    parts = {}
+    for label, table in (("argmax", strict), ("tie-aware", tie_aware)):
+        t = _multi_dimensional(table, pointwise=None)
+        t = t.assign(variant=np.where(t["pointwise"], "pointwise", "global"))
+        parts[f"{label} agreement"] = t.pivot_table(index="D", columns="variant", values="all three", aggfunc="mean")
+        if label == "tie-aware":
+            t = t.assign(**{"with ∇f": t[gradient_cols].mean(axis=1)})
+            parts["tie-aware agreement with ∇f"] = t.pivot_table(index="D", columns="variant", values="with ∇f",
+                                                                 aggfunc="mean")
+    return pd.concat(parts, axis=1)
+
+
+def squared_reading(results: Sequence[ExplanationResult], *, tie_rtol: float) -> pd.DataFrame:
+    """All-three agreement per D (global constraint) with Table 2's squared average sensitivity in place of
+    Appendix C's plain one, by strict argmax and tie-aware (empty when the squared reading did not run)."""
+    metrics = ("max_sensitivity", "local_stability", "average_sensitivity_squared")
+    tables = {label: agreement_table(results, metrics=metrics, rtol=rtol)
+              for label, rtol in (("argmax", 0.0), ("tie-aware", tie_rtol))}
+    if not all(len(_multi_dimensional(t)) for t in tables.values()):
+        return pd.DataFrame()
+    return pd.concat({k: _multi_dimensional(v).groupby("D")["all three"].mean() for k, v in tables.items()}, axis=1)
+
+
+# =========================================================================== Figure 2: uneven budgets
+
+_FIGURE2 = paper_table("optimizing_explanations_figure2")
+#: The setting of Figure 2 (x³, D = 1, u = 1) and the x-intervals where the paper sees a faithful explanation.
+FIGURE2 = dict(function=_FIGURE2["function"][0], dimension=int(_FIGURE2["D"][0]), radius=float(_FIGURE2["u"][0]))
+FIGURE2_FAITHFUL = list(zip(_FIGURE2["x_from"].astype(float), _FIGURE2["x_to"].astype(float)))
+
+
+def figure2_results(results: Sequence[ExplanationResult]) -> list[ExplanationResult]:
+    """The solutions in the setting of Figure 2 (every metric and variant that ran)."""
+    return select(results, **FIGURE2)
+
+
+def paper_faithful_share() -> float:
+    """Share of the Figure 2 grid's points inside the x-intervals where the paper sees E follow ∇f."""
+    x = grid(FIGURE2["dimension"])[:, 0]
+    return float(np.mean(np.any([(x >= a) & (x <= b) for a, b in FIGURE2_FAITHFUL], axis=0)))
+
+
+def local_profile(result: ExplanationResult, *, tol: float = 1e-3) -> dict:
+    """How unevenly a solution spends its faithfulness budget (the Figure 2 phenomenon).
+
+    With the per-point budget ``b = η / N`` and deviations ``δ_n = ‖E_n − ∇f_n‖²``:
+    ``faithful share`` = share of points with ``δ_n ≤ tol · b`` (E follows ∇f there), ``flat share`` =
+    share of points whose explanation equals that of a grid neighbour up to ``tol · sqrt(b)``, and
+    ``max δ_n / b`` (≤ 1 under the pointwise constraint; far above 1 means the budget is concentrated).
+    Faithful x-ranges are listed for D = 1.
+    """
+    if not result.has_solution:
+        raise ValueError(f"{result.function} D={result.dimension} u={result.radius} {result.metric} has no solution")
+    budget = result.eta / len(result.X)
+    ratio = np.sum((result.explanations - result.gradients) ** 2, axis=1) / budget
+    nb = A.neighbourhood(result.X, radius=A.grid_spacing(result.X))
+    step = np.linalg.norm(nb.difference @ result.explanations, axis=1) <= tol * np.sqrt(budget)
+    flat = np.zeros(len(result.X), dtype=bool)
+    flat[nb.i[step]] = flat[nb.j[step]] = True
+    out = {"function": result.function, "D": result.dimension, "u": result.radius, "metric": result.metric,
+           "pointwise": result.pointwise, "faithful share": float(np.mean(ratio <= tol)),
+           "flat share": float(flat.mean()), "max δ_n / (η/N)": float(ratio.max())}
+    if result.dimension == 1:
+        out["faithful x-ranges"] = _runs(result.X[:, 0], ratio <= tol)
+    return out
+
+
+def _runs(x: np.ndarray, mask: np.ndarray) -> str:
+    """Contiguous runs of True in `mask` as "[a, b]" ranges of x."""
+    edges = np.flatnonzero(np.diff(np.r_[0, mask.astype(int), 0]))
+    return ", ".join(f"[{x[a]:.1f}, {x[b - 1]:.1f}]" for a, b in zip(edges[::2], edges[1::2])) or "none"
+
+
+def profiles(results: Sequence[ExplanationResult], *, metrics: Sequence[str] = A.METRICS) -> pd.DataFrame:
+    """:func:`local_profile` of each solved result of the given metrics, one row each."""
+    return pd.DataFrame([local_profile(r) for r in results if r.metric in metrics and r.has_solution])
+
+
+# =========================================================================== paper vs. this book
+
+PAPER = paper_table("optimizing_explanations_claims").set_index("claim")
+#: How close to η a solution's faithfulness loss must be to count as "on the constraint".
+ON_CONSTRAINT_RTOL = 1e-4
+#: The functions for which the paper reports agreement below 0.5 at D = 4.
+LOW_AGREEMENT_FUNCTIONS = ("x^3", "sin x^3")
+#: Figure 2's reading: "faithful in some regions" = at least this share of points follows ∇f, "flat
+#: elsewhere" = at least this share equals a neighbour; "partly" below this fraction of the paper's share.
+FAITHFUL_MIN, FLAT_MIN, FAITHFUL_PARTLY = 0.1, 0.3, 0.9
+
+
+def _decreasing(values: pd.Series) -> bool:
+    return bool(all(a > b for a, b in zip(values.to_numpy(), values.to_numpy()[1:])))
+
+
+def _per_dimension(values: pd.Series) -> str:
+    return ", ".join(f"D={d}: {v:.3f}" for d, v in values.items()) or "n/a"
+
+
+def claim_on_constraint(solved: pd.DataFrame) -> reporting.Claim:
+    """Every globally constrained problem is solved with L_faithful(E*) = η up to ON_CONSTRAINT_RTOL."""
+    text = f"Every optimized explanation has L_faithful ≈ η (|ratio − 1| ≤ {ON_CONSTRAINT_RTOL:.0e})".replace("e-0", "e-")
+    glob = solved[~solved["pointwise"]] if len(solved) else solved
+    if not len(glob):
+        return reporting.claim(text, paper=PAPER.loc["on_constraint", "paper"], ours="n/a", holds=None)
+    ok = glob[glob["status"] == "optimal"]
+    deviation = (ok["L_faithful / eta"] - 1).abs()
+    holds = False if len(ok) < len(glob) else reporting.every(deviation, lambda v: v <= ON_CONSTRAINT_RTOL)
+    return reporting.claim(text, paper=PAPER.loc["on_constraint", "paper"], holds=holds,
+                           ours=f"max |L_faithful/η − 1| = {deviation.max():.1e} over {len(ok)} problems",
+                           why="" if len(ok) == len(glob) else f"{len(glob) - len(ok)} problems were not solved to optimality")
+
+
+def claim_high_agreement_in_2d(strict: pd.DataFrame) -> reporting.Claim:
+    """Mean all-three agreement at D = 2 (strict argmax, global constraint) is at least the paper's ≳ 0.8."""
+    least = float(PAPER.loc["agreement_d2", "value"])
+    text = f"Agreement of the three metrics is relatively high at D = 2 (mean over functions and u ≥ {least:g})"
+    rows = _multi_dimensional(strict)
+    rows = rows[rows["D"] == 2] if len(rows) else rows
+    if not len(rows) or reporting.missing(rows["all three"]):
+        return reporting.claim(text, paper=PAPER.loc["agreement_d2", "paper"], ours="n/a", holds=None)
+    mean = rows["all three"].mean()
+    return reporting.claim(text, paper=PAPER.loc["agreement_d2", "paper"], holds=bool(mean >= least),
+                           ours=f"mean {mean:.3f}, min {rows['all three'].min():.3f}")
+
+
+def claim_low_agreement_in_4d(strict: pd.DataFrame) -> reporting.Claim:
+    """All-three agreement at D = 4 is below the paper's 0.5 for x³ and sin x³ at every u."""
+    below = float(PAPER.loc["agreement_d4", "value"])
+    names = " and ".join(pretty(f) for f in LOW_AGREEMENT_FUNCTIONS)
+    text = f"At D = 4 agreement is below {below:g} for {names} (every u)"
+    rows = _multi_dimensional(strict)
+    rows = rows[(rows["D"] == 4) & rows["function"].isin(LOW_AGREEMENT_FUNCTIONS)] if len(rows) else rows
+    if not len(rows):
+        return reporting.claim(text, paper=PAPER.loc["agreement_d4", "paper"], ours="n/a", holds=None)
+    return reporting.claim(text, paper=PAPER.loc["agreement_d4", "paper"],
+                           ours=", ".join(f"{f} u={u:g}: {a:.3f}" for f, u, a in
+                                          zip(rows["function"], rows["u"], rows["all three"])),
+                           holds=reporting.every(rows["all three"], lambda a: a < below))
+
+
+def claim_agreement_decreases(strict: pd.DataFrame) -> reporting.Claim:
+    """Mean all-three agreement (strict argmax) decreases from one D to the next; needs three D >= 2."""
+    by_d = agreement_by_dimension(strict)
+    return reporting.claim("Agreement decreases as D grows (mean over functions and u, strict argmax)",
+                           paper=PAPER.loc["decreasing", "paper"], ours=_per_dimension(by_d),
+                           holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
+
+
+def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
+    """In Figure 2's setting, average sensitivity under the global constraint follows ∇f at some points
+    (FAITHFUL_MIN) and is flat at others (FLAT_MIN); *partly* when its faithful points are fewer than
+    FAITHFUL_PARTLY of those in the paper's faithful intervals."""
+    text = (f"Figure 2: for {pretty(FIGURE2['function'])}, D = {FIGURE2['dimension']}, u = {FIGURE2['radius']:g}, "
+            "average sensitivity is faithful in some regions and flat elsewhere")
+    row = profile[(profile["metric"] == "average_sensitivity") & ~profile["pointwise"]] if len(profile) else profile
+    if not len(row) or reporting.missing(row["faithful share"].iloc[0], row["flat share"].iloc[0]):
+        return reporting.claim(text, paper=PAPER.loc["figure2", "paper"], ours="n/a", holds=None)
+    faithful, flat = row["faithful share"].iloc[0], row["flat share"].iloc[0]
+    holds = bool(faithful >= FAITHFUL_MIN and flat >= FLAT_MIN)
+    paper_share = paper_faithful_share()
+    partly = holds and faithful < FAITHFUL_PARTLY * paper_share
+    intervals = " ∪ ".join(f"[{a:g}, {b:g}]" for a, b in FIGURE2_FAITHFUL).replace("-", "−")
+    if partly:
+        why = f"the faithful intervals are narrower than the paper's ({paper_share:.1f} of the points would lie in {intervals})"
+    elif not holds:
+        why = f"the check asks for at least {FAITHFUL_MIN:.0%} faithful and {FLAT_MIN:.0%} flat points"
+    else:
+        why = ""
+    return reporting.claim(text, paper=PAPER.loc["figure2", "paper"], holds=holds, partly=partly, why=why,
+                           ours=f"faithful on {row['faithful x-ranges'].iloc[0]} ({faithful:.0%} of points), "
+                                f"flat at {flat:.0%}")
+
+
+def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> reporting.Claim:
+    """Mean all-three agreement, counting near-ties as ties, decreases from one D to the next."""
+    by_d = agreement_by_dimension(tie_aware)
+    why = ""
+    if len(ties):
+        top = int(ties["D"].max())
+        why = (f"∇f has tied most important features at {ties.loc[ties['D'] == top, '∇f tied share'].mean():.0%} of "
+               f"the D = {top} grid points (mean over the functions); strict argmax breaks such ties by round-off")
+    return reporting.claim("Divergence grows with D also when round-off ties are not counted as disagreement "
+                           "(tie-aware agreement decreases)", paper=PAPER.loc["tie_aware_decreasing", "paper"],
+                           ours=_per_dimension(by_d), why=why,
+                           holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
+
+
+def paper_claims(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
+                 profile: pd.DataFrame) -> list[reporting.Claim]:
+    """The chapter's claims, each checked on this run's tables (results, agreement by strict argmax and
+    tie-aware, :func:`tie_report`, Figure 2's :func:`profiles`)."""
+    return [claim_on_constraint(solved), claim_high_agreement_in_2d(strict), claim_low_agreement_in_4d(strict),
+            claim_agreement_decreases(strict), claim_figure2(profile), claim_tie_aware_decreases(tie_aware, ties)]
+
+
+def _relation(ours: pd.Series, other: pd.Series) -> str:
+    """How `ours` compares with `other` at every D, in words."""
+    if (ours > other).all():
+        return "above the global constraint's at every D"
+    if (ours <= other).all():
+        return "not above the global constraint's at any D"
+    return "above the global constraint's at some D only"
+
+
+def lessons(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
+            compare: pd.DataFrame, *, solvers: Sequence[str], tie_rtol: float) -> str:
+    """The "what we learned" summary as Markdown, every number and direction read from this run."""
+    lines = []
+    glob = solved[~solved["pointwise"]] if len(solved) else solved
+    if len(glob):
+        ok = glob[glob["status"] == "optimal"]
+        deviation = (ok["L_faithful / eta"] - 1).abs().max()
+        sits = len(ok) == len(glob) and deviation <= ON_CONSTRAINT_RTOL
+        count = f"All {len(glob)}" if len(ok) == len(glob) else f"{len(ok)} of the {len(glob)}"
+        lines.append(f"- **Solutions {'sit' if sits else 'do not all sit'} on the constraint.** {count} globally "
+                     f"constrained problems were solved ({', '.join(solvers) or 'no solver'}) with L_faithful/η "
+                     f"within {deviation:.1e} of 1.")
+    by_d, by_d_tied = agreement_by_dimension(strict), agreement_by_dimension(tie_aware)
+    if len(by_d) >= 2 and len(ties):
+        falls = _decreasing(by_d)
+        lines.append(f"- **By the paper's measure, agreement {'falls steadily' if falls else 'does not fall steadily'} "
+                     "with D:** strict-argmax agreement " + ", ".join(f"{v:.2f} at D = {d}" for d, v in by_d.items())
+                     + ".")
+        decline, decline_tied = by_d.iloc[0] - by_d.iloc[-1], by_d_tied.iloc[0] - by_d_tied.iloc[-1]
+        ties_explain = decline > 0 and decline_tied < decline / 2
+        header = ("Most of that decline is ties." if ties_explain else
+                  "Ties explain less than half of that decline." if decline > 0 else "Ties in ∇f.")
+        chance = ties.groupby("D")["chance agreement"].mean()
+        lowest = ties.loc[ties["tie-aware agreement"].idxmin()]
+        lines.append(f"- **{header}** Random tie-breaking alone predicts "
+                     + ", ".join(f"{chance[d]:.2f}" for d in by_d.index) + " for the same dimensions; counting "
+                     f"near-ties (rtol {tie_rtol:g}) as ties, agreement is "
+                     + ", ".join(f"{v:.2f}" for v in by_d_tied.to_numpy()) + "."
+                     + (" Strict argmax turns round-off between tied features into disagreement." if ties_explain else "")
+                     + f" The lowest tie-aware agreement is {lowest['tie-aware agreement']:.2f} ({lowest['function']}, "
+                     f"D = {lowest['D']}), and tie-aware agreement "
+                     f"{'falls steadily' if _decreasing(by_d_tied) else 'does not fall steadily'} with D.")
+    if len(compare):
+        tied_pw, tied_gl = compare[("tie-aware agreement", "pointwise")], compare[("tie-aware agreement", "global")]
+        strict_pw, strict_gl = compare[("argmax agreement", "pointwise")], compare[("argmax agreement", "global")]
+        lines.append("- **Pointwise constraints** bound every point's deviation by η/N (max δ_n/(η/N) ≤ 1 by "
+                     "construction; Figure 2, right). Tie-aware agreement under the pointwise constraint: "
+                     + ", ".join(f"D = {d}: {tied_pw[d]:.2f} (global {tied_gl[d]:.2f})" for d in compare.index)
+                     + "; by strict argmax: "
+                     + ", ".join(f"D = {d}: {strict_pw[d]:.2f} (global {strict_gl[d]:.2f})" for d in compare.index)
+                     + f", {_relation(strict_pw, strict_gl)}.")
+    squared = bool(len(solved)) and bool((solved["metric"] == "average_sensitivity_squared").any())
+    solver_note = ("MOSEK, as the paper" if "mosek" in solvers else
+                   f"{', '.join(solvers) or 'no solver'} instead of MOSEK")
+    lines.append(f"- **Where we differ from the paper's set-up:** {solver_note}; average sensitivity as in "
+                 "Appendix C (unsquared)" + ("; Table 2's squared reading beside it" if squared else "")
+                 + "; the radius rule read as u ≥ grid step; gradients in closed form. The paper's figures are not "
+                 "in our copy, so per-cell numbers are compared only through its stated claims.")
+    return "\n".join(lines)
+
+
+# =========================================================================== figures
+
+def agreement_heatmap_data(table: pd.DataFrame, dimension: int, *, column: str = "all three",
+                           pointwise: bool = False, functions: Sequence[str] | None = None) -> pd.DataFrame:
+    """Functions × radius matrix of one agreement column for one D (what Figures 1 and 3 show)."""
+    sub = table[(table["D"] == dimension) & (table["pointwise"] == pointwise)]
+    data = sub.pivot(index="function", columns="u", values=column)
+    order = [f for f in (functions or FUNCTIONS) if f in data.index]
+    data = data.loc[order]
+    data.columns = [f"u = {u:g}" for u in data.columns]
+    return data
+
+
+def plot_agreement_heatmaps(table: pd.DataFrame, dimensions: Sequence[int] | None = None, *,
+                            column: str = "all three", pointwise: bool = False, title: str = ""):
+    """One annotated heatmap (functions × u) per dimension D >= 2, as in Figures 1 and 3 of the paper;
+    None when the table has no such rows (dimensions: default every D >= 2 in the table)."""
+    rows = _multi_dimensional(table, pointwise=pointwise)
+    present = sorted(rows["D"].unique()) if len(rows) else []
+    dimensions = [d for d in (present if dimensions is None else dimensions) if d in present]
+    if not dimensions:
+        return None
+    data = {d: agreement_heatmap_data(table, d, column=column, pointwise=pointwise) for d in dimensions}
+    widths = [data[d].shape[1] for d in dimensions]
+    fig, axes = plt.subplots(1, len(dimensions), figsize=(0.9 * sum(widths) + 3, 3.6), squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    for k, (ax, d) in enumerate(zip(axes[0], dimensions)):
+        heatmap(data[d], ax=ax, title=f"D = {d}", cbar=False, yticklabels=k == 0)
+        ax.set_xlabel("radius u")
+        ax.set_ylabel("function" if k == 0 else "")
+    fig.colorbar(axes[0][-1].collections[0], ax=axes[0].tolist(), fraction=0.03, pad=0.02, label="agreement rate")
+    if title:
+        fig.suptitle(title, y=1.02)
+    return fig
+
+
+def plot_explanations_1d(results: Sequence[ExplanationResult], *, ax=None):
+    """E_n against x for D = 1 explanations next to ∇f (Figure 2 of the paper)."""
+    results = list(results)
+    if not results or any(r.dimension != 1 for r in results):
+        raise ValueError("plot_explanations_1d needs D = 1 results")
+    ax = ax or plt.gca()
+    first = results[0]
+    ax.plot(first.X[:, 0], first.gradients[:, 0], color="black", lw=1.5, label="∇f (gradient)")
+    for colour, r in zip(PALETTE, results):
+        if r.has_solution:
+            ax.plot(r.X[:, 0], r.explanations[:, 0], "o-", ms=3, lw=1, color=colour, label=METRIC_LABELS[r.metric])
+    ax.set_xlabel("x")
+    ax.set_ylabel("explanation E(x)")
+    ax.legend(fontsize="small", loc="upper center")
+    return ax
+
+
+def plot_figure2(results: Sequence[ExplanationResult], *, metrics: Sequence[str] = A.METRICS):
+    """Figure 2 (ours): the explanations under the global constraint (left) and the pointwise one (right),
+    one panel per variant that ran; None without results."""
+    results = [r for r in results if r.metric in metrics]
+    variants = [p for p in (False, True) if any(r.pointwise == p for r in results)]
+    if not variants:
+        return None
+    fig, axes = plt.subplots(1, len(variants), figsize=(5.5 * len(variants), 3.8), sharey=True, squeeze=False)
+    for ax, pointwise in zip(axes[0], variants):
+        plot_explanations_1d([r for r in results if r.pointwise == pointwise], ax=ax)
+        ax.set_title("pointwise constraint" if pointwise else "global constraint (cf. Figure 2)")
+    return fig

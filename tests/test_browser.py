@@ -1,0 +1,101 @@
+"""The built book as a reader meets it: a real browser (headless Chromium), no network.
+
+Every chapter page loads with the network blocked; its equations are typeset (MathJax served from the
+book's _static, no raw ``\\(`` left in the visible text); its figures are present and decoded; an
+exercise's solution is hidden until its button is clicked; and an interactive figure responds to its
+slider. Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them when missing).
+"""
+
+import shutil
+import time
+
+import pytest
+
+from explainopt import book
+
+pytestmark = pytest.mark.book
+CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+CHAPTERS = [nb.stem for nb in book.chapter_notebooks() if nb.stem[0].isdigit()]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    options = Options()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                     "--window-size=1280,2000", "--host-resolver-rules=MAP * ~NOTFOUND"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["http://*", "https://*"]})
+    yield driver
+    driver.quit()
+
+
+def _open(browser, page, *, settle: float = 1.0):
+    browser.get(page.as_uri())
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # MathJax typesets asynchronously
+        if browser.execute_script("return document.readyState") == "complete" and browser.execute_script(
+                "return !window.MathJax || !MathJax.startup || MathJax.startup.promise === undefined "
+                "|| document.querySelectorAll('mjx-container').length > 0"):
+            break
+        time.sleep(0.2)
+    time.sleep(settle)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_a_chapter_page_renders_its_equations_and_figures_offline(browser, smoke_html, chapter):
+    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html")
+    assert browser.title and "404" not in browser.title
+    text = browser.find_element("tag name", "body").text
+    assert "\\(" not in text and "\\[" not in text and "$$" not in text, "raw LaTeX left on the page"
+    assert browser.execute_script("return document.querySelectorAll('mjx-container').length") > 0
+    images = browser.execute_script(
+        "return Array.from(document.images).filter(i => i.closest('.cell_output'))"
+        ".map(i => i.complete && i.naturalWidth > 0)")
+    assert images and all(images), "a figure is missing or failed to load"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_an_exercise_solution_opens_on_click(browser, smoke_html, chapter):
+    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
+    exercises = browser.find_elements("css selector", ".exercise")
+    assert len(exercises) >= 5, f"{chapter} has {len(exercises)} exercises"
+    solution = browser.find_elements("css selector", ".solution.dropdown")[0]
+    assert "toggle-hidden" in solution.get_attribute("class"), "solutions are hidden by default"
+    button = solution.find_element("css selector", "button.toggle-button")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", button)
+    button.click()
+    time.sleep(0.5)
+    assert "toggle-hidden" not in solution.get_attribute("class")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_an_interactive_figure_responds_to_its_slider(browser, smoke_html, chapter):
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html", settle=1.5)
+    figures = browser.find_elements("css selector", ".js-plotly-plot")
+    assert figures, f"{chapter} has no interactive figure"
+    figure = next(f for f in figures if f.find_elements("css selector", ".slider-rail-touch-rect"))
+    before = browser.execute_script("return JSON.stringify(arguments[0].data)", figure)
+    rail = figure.find_element("css selector", ".slider-rail-touch-rect")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", figure)
+    width = rail.size["width"]
+    ActionChains(browser).move_to_element_with_offset(rail, int(width * 0.4), 0).click().perform()
+    time.sleep(0.8)
+    after = browser.execute_script("return JSON.stringify(arguments[0].data)", figure)
+    assert after != before, "the figure did not change when its slider moved"
+
+
+def test_no_page_asks_for_anything_on_the_network(smoke_html):
+    for page in (smoke_html / "book" / "chapters").glob("*.html"):
+        html = page.read_text()
+        assert 'src="http' not in html and "cdn.jsdelivr" not in html, f"{page.name} loads a remote script"

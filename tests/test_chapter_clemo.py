@@ -1,0 +1,467 @@
+"""Chapter 3's protocol: grids and their cells, the paper's tables beside ours, each claim (holds, fails, not
+run below its minimum) and the sentences and figures computed from the run."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from threadpoolctl import threadpool_limits
+
+from explainopt import experiments
+from explainopt.chapters import clemo as CH
+from explainopt.chapters import settings
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+
+KINDS = CH.KNAPSACK_TYPES
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_blas_thread():
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+# --------------------------------------------------------------------------- small tables in the chapter's layout
+
+def rows(lr, clemo, *, clemo_name="CLEMO (SLSQP)"):
+    """Table 1/4 layout from (accuracy objective, accuracy decisions, incoherence objective, feasibility)."""
+    records = [{"method": m, "accuracy": a + d, "objective_accuracy": a, "objective_incoherence": o,
+                "feasibility_incoherence": f, "fit_time_s": 0.1, "status": "converged"}
+               for m, (a, d, o, f) in (("LR", lr), (clemo_name, clemo))]
+    return CH.rows_table(records)
+
+
+def table2(*, accuracy=(1.0, 1.15), objective=(1.0, 0.3), feasibility=(1.0, 0.01), fsi=(3.0, 3.2), std=(0.2, 0.18),
+           nstd=(1.0, 1.1), method=CH.CONVEX, capped=0, resamples=10, instances=1, kinds=KINDS):
+    """Table 2 layout with LR and one CLEMO fit per kind: (LR, CLEMO) values of each measure."""
+    index = pd.MultiIndex.from_product([kinds, [CH.LR, method]], names=["kind", "method"])
+    n = len(kinds)
+    frame = pd.DataFrame({"runs": 10, "instances": instances, "capped": [0, capped] * n,
+                          "accuracy_mean": list(accuracy) * n, "accuracy_std": 0.1 * np.array(list(accuracy) * n),
+                          "objective_mean": list(objective) * n, "feasibility_mean": list(feasibility) * n},
+                         index=index)
+    if fsi is not None:
+        frame["resamples"] = resamples
+        frame["FSI"], frame["std"], frame["normalized_std"] = list(fsi) * n, list(std) * n, list(nstd) * n
+    return frame
+
+
+def per_run(*, lr=(1.0, 10.0), clemo=(1.1, 0.1), method=CH.CONVEX, status="optimal", kinds=KINDS, loss=(None, 5.0)):
+    """Per-run frame: (accuracy, incoherence) of LR and one CLEMO fit in two resamples of each kind."""
+    out = []
+    for kind in kinds:
+        for r in (0, 1):
+            for m, (acc, inc), st, tl in ((CH.LR, lr, "converged", loss[0]), (method, clemo, status, loss[1])):
+                out.append({"kind": kind, "instance": 0, "resample": r, "method": m, "accuracy": acc,
+                            "incoherence": inc, "status": st, "total_loss": tl})
+    return pd.DataFrame(out)
+
+
+def table3(sizes=(5, 10, 20, 40), *, slsqp_s=(0.2, 0.7, 5.0, 10.0), lr_s=0.001, dtr_s=0.05, convex_s=1.0,
+           convex_loss=1.0, slsqp_loss=2.0, status=("converged", "converged", "time_limit", "time_limit")):
+    return pd.DataFrame({"LR (s)": lr_s, "DTR (s)": dtr_s,
+                         "paper CLEMO (s)": [CH.paper_seconds(CH.PAPER_TABLE3.loc[n, "CLEMO_s"]) for n in sizes],
+                         "SLSQP (s)": list(slsqp_s), "SLSQP status": list(status), "convex (s)": convex_s,
+                         "convex loss": convex_loss, "SLSQP loss": slsqp_loss},
+                        index=pd.Index(sizes, name="#items"))
+
+
+def verdict(claim):
+    return claim.verdict
+
+
+# --------------------------------------------------------------------------- tables against the paper
+
+def test_paper_tables_are_read_from_the_data_files():
+    assert CH.PAPER_TABLE1.loc["CLEMO", "incoherence: objective"] == 6.91
+    assert CH.PAPER_TABLE4.loc["LR", "accuracy: decisions"] == 1207
+    assert CH.PAPER_TABLE2.loc[("inverse_strongly_correlated", "CLEMO"), "accuracy_std"] == 87.56
+    assert CH.paper_seconds(CH.PAPER_TABLE3.loc[5, "CLEMO_s"]) == 8.54
+    assert CH.paper_seconds(CH.PAPER_TABLE3.loc[40, "CLEMO_s"]) == ">1000"
+
+
+def test_paper_tables_sit_beside_ours():
+    t1 = CH.with_paper_rows(rows((1.0, 2.0, 0.5, 0.25), (1.0, 2.0, 0.1, 0.05)), CH.PAPER_TABLE1)
+    assert list(t1.index) == ["LR", "CLEMO (SLSQP)", "LR (paper)", "CLEMO (paper)"]
+    assert t1.loc["CLEMO (paper)", "incoherence: objective"] == 6.91
+    assert t1.loc["LR", "accuracy: decisions"] == 2.0 and t1.loc["LR (paper)", "status"] == "paper"
+    index = pd.MultiIndex.from_product([["uncorrelated"], ["DTR", "LR", CH.CONVEX, CH.SLSQP]], names=["kind", "method"])
+    t2 = pd.DataFrame({"accuracy_mean": [3.0, 1.0, 1.2, 1.1], "accuracy_std": [0.3, 0.1, 0.1, 0.1],
+                       "objective_mean": [1.0, 0.4, 0.1, 0.2], "feasibility_mean": [2.0, 1.0, 0.01, 0.5]}, index=index)
+    vs = CH.knapsack_vs_paper(t2)
+    assert vs.loc[("uncorrelated", CH.CONVEX), "accuracy_mean (paper)"] == 479
+    assert vs.loc[("uncorrelated", CH.SLSQP), "accuracy_std (paper)"] == 157      # both fits face the paper's CLEMO
+    assert vs.loc[("uncorrelated", "LR"), "feasibility_std (paper)"] == 1.51
+    assert np.isnan(vs.loc[("uncorrelated", CH.CONVEX), "FSI (ours)"])
+    ratios = CH.clemo_vs_lr(t2).loc["uncorrelated"]
+    assert ratios[f"accuracy cost ({CH.CONVEX})"] == pytest.approx(0.2)
+    assert ratios[f"feasibility cut ({CH.CONVEX})"] == pytest.approx(0.99)
+    assert ratios[f"objective cut ({CH.SLSQP})"] == pytest.approx(0.5)
+    assert ratios["objective cut (paper)"] == pytest.approx(1 - 0.08 / 0.24)
+
+
+def test_scales_know_the_notebook_knobs():
+    for scale in CH.SCALES:
+        chosen = settings(CH.SCALES, scale, n_samples=None, n_instances=3, sizes="[5]")
+        assert chosen["n_instances"] == 3 and chosen["sizes"] == [5]
+    assert CH.PAPER["n_instances"] == CH.PAPER["n_resamples"] == 10 and CH.PAPER["vrp_time_limit"] == 5.0
+
+
+# --------------------------------------------------------------------------- grids
+
+def test_grids_cover_the_papers_protocol_in_a_useful_order():
+    G = CH.grids(CH.SCALES["paper"])
+    assert list(G) == ["knapsack", "vrp", "runtime", "knapsack_slsqp"]
+    assert len(G["knapsack"]) == len(G["knapsack_slsqp"]) == 40 and len(G["vrp"]) == 20 and len(G["runtime"]) == 4
+    first = [G["knapsack"].configs[i] for i in G["knapsack"].order[:4]]
+    assert [c["instance"] for c in first] == [0] * 4 and {c["kind"] for c in first} == set(KINDS)
+    assert all(c["n_resamples"] == 10 and c["n_samples"] == 1000 for c in G["knapsack"].configs)
+    assert [G["runtime"].configs[i]["n_items"] for i in G["runtime"].order] == [40, 20, 10, 5]
+    assert G["knapsack_slsqp"].configs[0]["methods"] == [CH.SLSQP] and G["vrp"].order[0] == 0
+    assert sum(c["n_samples"] for c in G["vrp"].configs) == 20 * 1000       # each chunk draws all, solves its part
+    for grid in G.values():
+        for config in grid.configs:
+            assert json.loads(json.dumps(config)) == config                  # configurations name cells in the store
+    assert CH.grids(CH.SCALES["book"], seed=7, solver="highs")["knapsack"].configs[0]["random_state"] == 7
+
+
+def test_knapsack_instance_rows_and_stability_are_compact_json():
+    cell = CH.knapsack_instance(kind="uncorrelated", instance=0, n_resamples=2, n_samples=80, n_items=14)
+    assert [(r["resample"], r["method"]) for r in cell["rows"]] == [(r, m) for r in (0, 1) for m in ("DTR", "LR",
+                                                                                                     CH.CONVEX)]
+    assert set(cell["stability"]) == {"DTR", "LR", CH.CONVEX}
+    assert 0 <= cell["stability"][CH.CONVEX]["FSI"] <= 5 and cell["solver"] == "highs+clemo-dual"
+    assert json.dumps(experiments.stored_form(cell)) == json.dumps(cell)   # JSON values only: the store gives it back
+    assert all(np.isfinite(v) for m in ("LR", CH.CONVEX) for v in cell["stability"][m].values())
+    single = CH.knapsack_instance(kind="uncorrelated", instance=0, n_resamples=1, n_samples=60, n_items=4,
+                                  methods=[CH.SLSQP], time_limit=0.0)
+    assert single["stability"] == {} and single["rows"][0]["status"] == "time_limit"
+    with pytest.raises(ValueError, match="methods"):
+        CH.knapsack_instance(kind="uncorrelated", instance=0, n_resamples=1, methods=["GBM"])
+
+
+def test_knapsack_passes_the_solver_on_and_reaches_the_same_optimum():
+    default = CH.knapsack_instance(kind="uncorrelated", instance=0, n_resamples=1, n_samples=60, n_items=4,
+                                   methods=[CH.CONVEX])
+    other = CH.knapsack_instance(kind="uncorrelated", instance=0, n_resamples=1, n_samples=60, n_items=4,
+                                 methods=[CH.CONVEX], solver="clarabel")
+    assert other["solver"] == "clarabel"
+    assert other["rows"][0]["total_loss"] == pytest.approx(default["rows"][0]["total_loss"], rel=1e-5)
+
+
+def test_knapsack_frames_use_computed_cells_and_count_capped_runs():
+    grid = experiments.Grid(CH.knapsack_instance, [dict(kind=k, instance=0, n_resamples=2) for k in KINDS[:2]])
+    cell = {"rows": [{"resample": r, "method": m, "accuracy": a, "objective_accuracy": 0.1,
+                      "objective_incoherence": 0.5, "feasibility_incoherence": 0.5, "fit_time_s": 0.1,
+                      "total_loss": 2.0, "n_iter": 3,
+                      "status": "time_limit" if m == CH.SLSQP and r else "converged"}
+                     for r in (0, 1) for m, a in ((CH.LR, 1.0), (CH.SLSQP, 1.2))],
+            "stability": {CH.LR: {"std": 0.1, "normalized_std": 1.0, "FSI": 3.0}}}
+    per_run, stab = CH.knapsack_frames((grid, [cell, None]))
+    assert len(per_run) == 4 and set(per_run["kind"]) == {KINDS[0]} and per_run["incoherence"].eq(1.0).all()
+    t2 = CH.knapsack_table(per_run, stab)
+    assert list(t2.index) == [(KINDS[0], CH.LR), (KINDS[0], CH.SLSQP)]
+    assert t2.loc[(KINDS[0], CH.SLSQP), "capped"] == 1 and t2.loc[(KINDS[0], CH.LR), "resamples"] == 2
+    assert np.isnan(t2.loc[(KINDS[0], CH.SLSQP), "FSI"])
+    empty = CH.knapsack_table(*CH.knapsack_frames((grid, [None, None])))
+    assert empty.empty and "FSI" in empty.columns
+
+
+def test_runtime_run_fits_every_path_on_the_same_samples_and_keeps_compact_histories():
+    run = CH.runtime_run(n_items=3, n_samples=60, slsqp_time_limit=5)
+    assert run["solver"] == "highs+scipy-slsqp+clemo-dual+scipy-lbfgsb"
+    assert run["convex_loss"] <= run["SLSQP_loss"] * (1 + 1e-6) and run["n_coefficients"] == 7 * 4
+    assert all(len(h) == 4 for h in run["SLSQP_history"]) and run["LR_incoherence"] > 0
+    table = CH.runtime_table([run, None])
+    assert len(table) == 1 and table.loc[3, "paper CLEMO (s)"] == ""
+    assert table.loc[3, "SLSQP gap to convex (%)"] >= -1e-4
+    assert CH.runtime_table([None]).empty
+
+
+def test_vrp_chunks_rebuild_the_data_set_and_fit_it():
+    S = dict(CH.SCALES["smoke"], vrp_samples=12, vrp_time_limit=0.1)
+    grid = CH.grids(S)["vrp"]
+    results = [CH.vrp_solves(**c) for c in grid.configs]
+    assert [len(r["arcs"]) for r in results] == [6, 6] and results[0]["solver"] == "ortools-routing"
+    assert CH.vrp_experiment(grid, [None, results[1]]) is None                  # θ0's chunk is missing
+    vrp = CH.vrp_experiment(grid, results, maxiter=20)
+    assert vrp["chunks"] == 2 and vrp["n_samples"] == 12 and vrp["components"][0] == "f"
+    assert sorted(n for r in vrp["routes"] for n in r[1:-1]) == list(range(1, 17))
+    partial = CH.vrp_experiment(grid, [results[0], None], maxiter=20)
+    assert partial["chunks"] == 1 and partial["n_samples"] == 6
+
+
+# --------------------------------------------------------------------------- claims: holds, fails, not run
+
+@pytest.mark.parametrize("claim, good, bad", [
+    (CH.knapsack_objective_claim, table2(objective=(1.0, 0.3)), table2(objective=(1.0, 0.6))),
+    (CH.knapsack_feasibility_claim, table2(feasibility=(1.0, 0.01)), table2(feasibility=(1.0, 0.1))),
+    (CH.knapsack_accuracy_claim, table2(accuracy=(1.0, 1.2)), table2(accuracy=(1.0, 1.3))),
+    (CH.knapsack_stability_claim, table2(fsi=(3.0, 3.3)), table2(fsi=(3.0, 2.0))),
+    (CH.knapsack_std_claim, table2(std=(0.2, 0.25)), table2(nstd=(1.0, 2.0))),
+])
+def test_knapsack_claims(claim, good, bad):
+    assert verdict(claim(good)) == REPRODUCED
+    assert verdict(claim(bad)) == DIFFERS
+    assert verdict(claim(None)) == NOT_RUN
+    assert verdict(claim(good.xs("LR", level="method", drop_level=False))) == NOT_RUN   # CLEMO did not run
+    assert verdict(claim(good.loc[list(KINDS[:3])])) == NOT_RUN                        # a type is missing
+
+
+@pytest.mark.parametrize("claim", [CH.knapsack_objective_claim, CH.knapsack_stability_claim, CH.knapsack_std_claim])
+def test_slsqp_claims_count_only_runs_that_followed_the_papers_protocol(claim):
+    assert verdict(claim(table2(method=CH.SLSQP), CH.SLSQP)) == REPRODUCED
+    capped = claim(table2(method=CH.SLSQP, capped=1), CH.SLSQP)
+    assert capped.verdict == NOT_RUN and "time cap" in capped.why and "0 of the 4" in capped.why
+    assert verdict(claim(table2(method=CH.SLSQP), CH.CONVEX)) == NOT_RUN               # the convex fit did not run
+
+
+def test_stability_claims_need_the_papers_resamples():
+    claim = CH.knapsack_stability_claim(table2(resamples=3))
+    assert claim.verdict == NOT_RUN and "stability over 3 resamples, the paper uses 10" in claim.why
+    assert CH.knapsack_stability_claim(table2(fsi=None)).ours == "n/a"
+    nan = table2()
+    nan.loc[("uncorrelated", "LR"), "FSI"] = np.nan
+    assert CH.knapsack_stability_claim(nan).verdict == NOT_RUN
+
+
+def test_knapsack_claims_state_the_papers_numbers():
+    assert CH.knapsack_accuracy_claim(table2()).paper.startswith("+10% to +12%")
+    assert CH.knapsack_stability_claim(table2()).paper == "2.26 vs 2.44, 3.34 vs 3.40, 3.23 vs 3.22, 3.38 vs 3.31"
+    assert CH.knapsack_std_claim(table2()).paper == "ratios 0.80 to 1.17"
+
+
+def test_sigma_claim_needs_ten_instances_per_type():
+    index = pd.MultiIndex.from_product([KINDS, ["LR"]], names=["kind", "method"])
+    paper = CH.PAPER_TABLE2.xs("LR", level="method")
+    like = pd.DataFrame({"capped": 0, "accuracy_mean": paper["accuracy_mean"].to_numpy(),
+                         "accuracy_std": paper["accuracy_std"].to_numpy()}, index=index)
+    assert verdict(CH.knapsack_sigma_claim(like.assign(instances=10))) == REPRODUCED
+    assert verdict(CH.knapsack_sigma_claim(like.assign(instances=10, accuracy_std=0.01))) == DIFFERS
+    few = CH.knapsack_sigma_claim(like.assign(instances=2))
+    assert few.verdict == NOT_RUN and "2 of the 10" in few.why
+    assert verdict(CH.knapsack_sigma_claim(None)) == NOT_RUN
+
+
+def test_scatter_claim_checks_every_run():
+    assert verdict(CH.scatter_claim(per_run())) == REPRODUCED
+    assert verdict(CH.scatter_claim(per_run(clemo=(1.1, 20.0)))) == DIFFERS           # more incoherent than LR
+    assert verdict(CH.scatter_claim(per_run(clemo=(1.9, 5.0)))) == DIFFERS            # cost 90% > cut 50%
+    assert verdict(CH.scatter_claim(per_run(kinds=KINDS[:2]))) == NOT_RUN
+    capped = CH.scatter_claim(per_run(method=CH.SLSQP, status="time_limit"), CH.SLSQP)
+    assert capped.verdict == NOT_RUN and "left out" in capped.why
+
+
+def test_slsqp_optimum_claim_compares_matching_runs():
+    both = pd.concat([per_run(method=CH.SLSQP, loss=(None, 5.02)), per_run(loss=(None, 5.0))])
+    assert verdict(CH.slsqp_optimum_claim(both)) == REPRODUCED
+    far = pd.concat([per_run(method=CH.SLSQP, loss=(None, 5.5)), per_run(loss=(None, 5.0))])
+    assert verdict(CH.slsqp_optimum_claim(far)) == DIFFERS
+    capped = pd.concat([per_run(method=CH.SLSQP, status="time_limit"), per_run()])
+    assert verdict(CH.slsqp_optimum_claim(capped)) == NOT_RUN
+
+
+def spp_result(gap=0.0, *, flip=False):
+    theta = np.linspace(-1, 1, 9)
+    true_x = np.column_stack([theta > 0, theta <= 0]).astype(float)
+    fit_x = np.where(true_x > 0.5, 0.9, 0.1)
+    if flip:
+        fit_x = 1 - fit_x
+    fit = (2 * theta + 3, fit_x)
+    return {"curves": {"theta": theta, "true_f": 2 * theta + 3, "true_x": true_x, "LR": fit, "CLEMO (SLSQP)": fit,
+                       "CLEMO (L-BFGS)": (2 * theta + 3 + gap, fit_x)},
+            "path": ["s", "a", "t"]}
+
+
+def test_spp_figure_claims():
+    assert verdict(CH.spp_route_claim(spp_result())) == REPRODUCED
+    flipped = CH.spp_route_claim(spp_result(flip=True))
+    assert flipped.verdict == DIFFERS and "differ in 2 arcs" in flipped.ours
+    assert verdict(CH.spp_local_claim(spp_result())) == REPRODUCED
+    assert verdict(CH.spp_local_claim(spp_result(flip=True))) == DIFFERS
+    assert verdict(CH.spp_route_claim(None)) == verdict(CH.spp_local_claim(None)) == NOT_RUN
+
+
+def test_spp_claim():
+    good = rows((30, 900, 200, 90), (30, 930, 6, 58))
+    assert CH.spp_claim(good).verdict == REPRODUCED
+    assert CH.spp_claim(rows((30, 900, 200, 90), (30, 930, 150, 58))).verdict == DIFFERS   # less than half
+    assert CH.spp_claim(rows((30, 900, 200, 90), (30, 1200, 6, 58))).verdict == DIFFERS    # accuracy cost
+    assert CH.spp_claim(None).verdict == NOT_RUN
+    assert CH.spp_claim(rows((30, 900, 200, 90), (30, 930, 6, np.nan))).verdict == NOT_RUN
+    assert CH.spp_claim(good).paper == "objective 112.52 → 6.91, feasibility 54.55 → 21.08, accuracy 680 → 678"
+
+
+def test_cvrp_claim_and_its_reason_below_paper_scale():
+    good = rows((1.5, 365, 3.7, 235), (1.5, 340, 3.2, 207))
+    claim = CH.cvrp_claim(good, n_samples=300, time_limit=0.1)
+    assert claim.verdict == REPRODUCED
+    assert claim.why == "below paper scale: 300 samples instead of 1000 and 0.1 s per OR-Tools solve instead of 5 s"
+    assert CH.cvrp_claim(good, n_samples=1000, time_limit=5.0).why == ""
+    bad = rows((1.5, 365, 3.7, 235), (1.5, 340, 3.2, 300))
+    assert CH.cvrp_claim(bad, n_samples=1000, time_limit=5).verdict == DIFFERS
+    assert CH.cvrp_claim(None, n_samples=1000, time_limit=5).verdict == NOT_RUN
+    partial = CH.cvrp_claim(good, n_samples=1000, time_limit=5, chunks=3, n_chunks=20)
+    assert partial.verdict == NOT_RUN and "3 of the 20" in partial.why
+
+
+def vrp_result(*, c02=-0.2, c08=0.3, explained=("f", "x(2,0)")):
+    n = 16
+    features = [f"d{j}" for j in range(1, n + 1)] + [f"c0,{j}" for j in range(1, n + 1)]
+    distance = np.arange(1, n + 1) * 10.0                     # client j at distance 10 j
+    objective = np.zeros(2 * n)
+    objective[n + np.arange(9, 16)] = np.arange(1, 8)          # c0,10..c0,16: far clients dominate
+    objective[[0, 1, 2]] = 0.5                                 # three demands
+    arc = np.zeros(2 * n)
+    arc[n + 1], arc[n + 7] = c02, c08                          # c0,2 and c0,8
+    contributions = np.vstack([objective, arc])[:len(explained)]
+    return {"contributions": {"CLEMO (SLSQP)": contributions}, "features": features, "components": list(explained),
+            "depot_distance": distance, "chunks": 4}
+
+
+def test_figure3_and_figure9_claims():
+    assert verdict(CH.figure3_claim(vrp_result(), n_chunks=4)) == REPRODUCED
+    near = vrp_result()
+    near["depot_distance"] = near["depot_distance"][::-1]      # the large contributions now belong to near clients
+    assert verdict(CH.figure3_claim(near, n_chunks=4)) == DIFFERS
+    assert verdict(CH.figure9_claim(vrp_result(), n_chunks=4)) == REPRODUCED
+    assert verdict(CH.figure9_claim(vrp_result(c02=0.2), n_chunks=4)) == DIFFERS
+    missing = CH.figure9_claim(vrp_result(explained=("f",)), n_chunks=4)
+    assert missing.verdict == NOT_RUN and "not explained" in missing.why
+    assert "0 of the 4" in CH.figure3_claim(None, n_chunks=4).why
+
+
+def test_runtime_claims_need_the_papers_sizes():
+    assert CH.runtime_ratio_claim(table3()).verdict == REPRODUCED
+    assert CH.runtime_ratio_claim(table3(lr_s=0.01)).verdict == DIFFERS     # 20x at 5 items
+    assert CH.runtime_ratio_claim(table3(sizes=(5, 10), slsqp_s=(0.2, 0.7), status=("converged",) * 2)).verdict \
+        == NOT_RUN
+    assert CH.runtime_ratio_claim(None).verdict == NOT_RUN
+    assert CH.benchmark_times_claim(table3()).verdict == REPRODUCED
+    assert CH.benchmark_times_claim(table3(dtr_s=1.5)).verdict == DIFFERS
+
+
+def test_runtime_absolute_claim_needs_both_sizes():
+    assert CH.runtime_absolute_claim(table3(slsqp_s=(8.0, 60.0, 1, 1))).verdict == REPRODUCED
+    fast = CH.runtime_absolute_claim(table3())
+    assert fast.verdict == DIFFERS and fast.why.startswith("ours is faster")
+    slow = CH.runtime_absolute_claim(table3(slsqp_s=(30.0, 200.0, 1, 1)))
+    assert slow.verdict == DIFFERS and slow.why.startswith("ours is slower")
+    missing = CH.runtime_absolute_claim(table3(sizes=(5, 40), slsqp_s=(8.0, 10.0), status=("converged",) * 2))
+    assert missing.verdict == NOT_RUN and "1 of the 2" in missing.why
+    assert CH.runtime_absolute_claim(None).verdict == NOT_RUN
+
+
+def test_convex_claim_needs_forty_items():
+    assert CH.convex_claim(table3()).verdict == REPRODUCED
+    assert CH.convex_claim(table3(convex_loss=3.0)).verdict == DIFFERS
+    assert CH.convex_claim(table3(convex_s=3.0)).verdict == DIFFERS
+    small = CH.convex_claim(table3(sizes=(5, 10), slsqp_s=(0.2, 0.7), status=("converged",) * 2))
+    assert small.verdict == NOT_RUN and small.ours == "n/a"
+
+
+def run_history(losses, incoherence=0.5, *, status="converged", optimum=1.0, n_items=5):
+    history = [[i, 0.1 * i, loss, incoherence] for i, loss in enumerate(losses)]
+    return {"n_items": n_items, "SLSQP_history": history, "SLSQP_iter": len(losses) - 1, "SLSQP_status": status,
+            "convex_loss": optimum, "LR_incoherence": 1.0}
+
+
+def test_early_convergence_is_decided_only_where_the_cap_allows():
+    fast = [10.0, 50.0, 1.005] + [1.0] * 17               # within 1% at iteration 2 of 19
+    assert CH.early_convergence(run_history(fast)) is True
+    assert CH.early_convergence(run_history(fast, incoherence=2.0)) is False          # not more coherent than LR
+    slow = [10.0] * 15 + [1.0] * 5                        # within 1% only at iteration 15 of 19
+    assert CH.early_convergence(run_history(slow)) is False
+    assert CH.early_convergence(run_history(slow[:8], status="time_limit")) is None   # capped before deciding
+    assert CH.early_convergence(run_history([10.0, 1.0] + [1.0] * 10, status="time_limit")) is True
+    runs = [run_history(fast, n_items=n) for n in (5, 10, 20, 40)]
+    assert CH.convergence_claim(runs).verdict == REPRODUCED
+    capped = CH.convergence_claim(runs[:3] + [run_history(slow[:8], status="time_limit", n_items=40)])
+    assert capped.verdict == NOT_RUN and "[40]" in capped.why
+    assert CH.convergence_claim([None]).verdict == NOT_RUN
+
+
+def test_claims_list_every_table_and_figure_and_read_not_run_without_data():
+    claims = CH.claims(vrp_samples=40, vrp_time_limit=0.05, vrp_chunks=2)
+    assert {c.verdict for c in claims} == {NOT_RUN}
+    text = " ".join(c.claim for c in claims)
+    for item in ("Table 1", "Figure 1(a)", "Figures 1(b, c) and 4", "Table 2's σ", "Figures 5–8", "Table 3",
+                 "Figure 2", "Table 4", "Figure 3", "Figure 9"):
+        assert item in text, item
+    assert sum("Knapsack (CLEMO by SLSQP" in c.claim for c in claims) == 5
+
+
+# --------------------------------------------------------------------------- sentences and figures from the run
+
+def test_figure1_note_says_whether_the_fits_coincide():
+    assert "so they coincide" in CH.figure1_note(spp_result(0.0))
+    assert "different fits" in CH.figure1_note(spp_result(1.0))
+
+
+def test_kernel_note_counts_the_moved_terms():
+    a, b = rows((1, 2, 3, 4), (1, 2, 3, 4)), rows((2, 2, 3, 4), (1, 2, 3, 8))
+    assert CH.kernel_note(a, b) == "The kernel alone changes 2 of the 8 loss terms of Table 1, by 0% to 100%."
+
+
+def test_figure5_note_compares_runs_with_lr():
+    frame = pd.DataFrame([{"kind": "uncorrelated", "instance": 0, "resample": r, "method": m, "accuracy": acc,
+                           "incoherence": inc}
+                          for r in (0, 1) for m, acc, inc in (("DTR", 0.9, 50.0), ("LR", 1.0, 10.0),
+                                                              (CH.CONVEX, 1.1, 0.1))])
+    note = CH.figure5_note(frame)
+    assert "100 times CLEMO (convex)'s (2.0 orders of magnitude)" in note
+    assert "less accurate) in 2 of 2 runs" in note and "lower than LR's in 2 of 2 runs" in note
+    assert CH.figure5_note(frame[frame.method == "LR"]) == "No run has both LR and CLEMO."
+
+
+def test_figure2_note_reads_the_histories():
+    run = {"n_items": 5, "n_coefficients": 66, "SLSQP_iter": 3, "SLSQP_s": 0.1, "SLSQP_status": "converged",
+           "SLSQP_history": [(0, 0.0, 10.0, 1), (1, 0.01, 50.0, 1), (2, 0.02, 1.5, 1), (3, 0.03, 1.0, 1)]}
+    note = CH.figure2_note([run, None])
+    assert "5 times its starting loss" in note and "within the first 2 of 3 iterations" in note
+    assert CH.figure2_note([{**run, "SLSQP_history": [(0, 0.0, 1.0, 1)]}]) == "No SLSQP run made an iteration."
+    stuck = CH.figure2_note([{**run, "SLSQP_history": [(0, 0.0, 1.0, 1), (1, 0.1, 4.0, 1)]}])
+    assert "no improvement on the start in 3 iterations at 5 items" in stuck
+
+
+def test_lessons_follow_table3():
+    text = CH.lessons(table3(sizes=(5, 10, 40), slsqp_s=(0.2, 0.7, 10.0), convex_s=2.0,
+                             status=("converged", "converged", "time_limit")))
+    assert "no higher than SLSQP's at 3 of 3 sizes and was faster at 1 of them" in text
+    assert "at 40 items it stopped early (status time_limit), while the convex path took 2.0 s" in text
+    assert text.count("- **") == 2 and "The paper's runtimes are not the method's" in text
+    assert "**Runtimes.**" in CH.lessons(table3(slsqp_s=(8.0, 60.0, 1, 1)))
+    assert "has not run" in CH.lessons(None)
+
+
+def test_absolute_values_note_compares_with_the_paper():
+    t2 = CH.knapsack_vs_paper(table2())
+    table1, table4 = rows((32.03, 648.06, 1, 1), (1, 1, 1, 1)), rows((4.24, 1207, 1, 1), (1, 1, 1, 1))
+    note = CH.absolute_values_note(t2, table1, table4)
+    assert "1.00 times the paper's in Table 1 and 1.00 times the paper's in Table 4" in note
+    assert "in Table 4" not in CH.absolute_values_note(t2, table1, None)
+
+
+def test_tables_figures_and_notes_render_a_store_without_cells():
+    G = CH.grids(CH.SCALES["paper"])
+    per_run, stability = CH.knapsack_frames((G["knapsack"], [None] * len(G["knapsack"])))
+    table2 = CH.knapsack_table(per_run, stability)
+    vs, ratios, table3 = CH.knapsack_vs_paper(table2), CH.clemo_vs_lr(table2), CH.runtime_table([None] * 4)
+    assert vs.empty and "FSI (paper)" in vs.columns and ratios.empty and table3.empty
+    CH.plot_knapsack_scatter(per_run)
+    CH.plot_convergence([None] * 4)
+    assert CH.figure5_note(per_run) == "No run has both LR and CLEMO." and "n/a" in CH.absolute_values_note(
+        vs, rows((32.03, 648.06, 1, 1), (1, 1, 1, 1)), None)
+    assert CH.vrp_experiment(G["vrp"], [None] * len(G["vrp"])) is None
+
+
+def test_lambda_slider_changes_the_surrogates_data():
+    sweep = CH.spp_lambda_sweep(n_samples=80, factors=(0.0, 1.0, 10.0), grid=11, maxiter=50)
+    assert [f["factor"] for f in sweep["frames"]] == [0.0, 1.0, 10.0]
+    assert sweep["frames"][2]["incoherence"] <= sweep["frames"][0]["incoherence"] + 1e-9
+    fig = CH.plot_lambda_slider(sweep)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 3 and {s.method for s in steps} == {"update"} and fig.layout.sliders[0].active == 1
+    assert all(list(s.args[2]) == [2, 3] for s in steps)                  # the two CLEMO traces
+    assert not np.allclose(steps[0].args[0]["y"][0], steps[2].args[0]["y"][0])

@@ -1,0 +1,293 @@
+"""Tests of chapter 1's protocol (explainopt.chapters.optimizing_explanations): Table 1, Appendix A, the
+grid of experiments, its tables, the claim checks (each holds, fails and reads "not run" without data),
+the closing summary and the figures."""
+
+import dataclasses
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explainopt import experiments
+from explainopt import reporting as R
+from explainopt.chapters import optimizing_explanations as CH
+
+
+# --------------------------------------------------------------------------- Table 1 and Appendix A
+
+@pytest.mark.parametrize("name", list(CH.FUNCTIONS))
+def test_gradients_match_central_finite_differences(name, rng):
+    f = CH.FUNCTIONS[name]
+    X = rng.uniform(-5, 5, size=(40, 3))
+    h = 1e-6
+    numeric = np.stack([(f(X + h * e) - f(X - h * e)) / (2 * h) for e in np.eye(3)], axis=1)
+    np.testing.assert_allclose(f.gradient(X), numeric, rtol=1e-6, atol=1e-5)
+
+
+def test_grids_have_the_paper_sizes_and_are_equidistant_on_the_box():
+    assert CH.GRID_SIZES == {1: 80, 2: 81, 3: 125, 4: 81}
+    for d, n in CH.GRID_SIZES.items():
+        X = CH.grid(d)
+        assert X.shape == (n, d)
+        assert X.min() == -5 and X.max() == 5
+        assert len(np.unique(X, axis=0)) == n
+
+
+def test_admissible_radii_give_the_radii_appendix_a_lists():
+    assert CH.RADII == (1, 2, 3, 5, 10)
+    for d, listed in CH.PAPER_RADII.items():
+        assert CH.admissible_radii(d) == listed
+    assert CH.admissible_radii(2, [1.0, 2.5]) == [2.5]
+
+
+def test_grid_table_reports_ties_of_the_gradient():
+    table = CH.grid_table([1, 2], ["x^2"])
+    assert list(table["N"]) == [80, 81]
+    assert table.loc[0, "∇f tied share"] == 0 and table.loc[0, "chance agreement"] == 1
+    assert 0 < table.loc[1, "∇f tied share"] < 1
+    assert list(CH.function_table(["x^3", "sin x"])["name"]) == ["x^3", "sin x"]
+
+
+def test_bad_protocol_inputs_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown function"):
+        CH.optimize_explanations("x^4", 1, radius=1, metric="max_sensitivity")
+    with pytest.raises(ValueError, match="eta_fraction"):
+        CH.optimize_explanations("x^2", 1, radius=1, metric="max_sensitivity", eta_fraction=1.5)
+    with pytest.raises(ValueError, match="below the grid step"):
+        CH.optimize_explanations("x^2", 4, radius=3, metric="max_sensitivity")
+    with pytest.raises(ValueError, match="unknown robustness metric"):
+        CH.experiment_configs(["x^2"], [1], metrics=["smoothness"])
+    with pytest.raises(ValueError, match="perfect power"):
+        CH.grid(2, 80)
+    with pytest.raises(ValueError, match="dimension"):
+        CH.grid(0)
+    with pytest.raises(ValueError, match="cannot select"):
+        CH.select([], colour="red")
+
+
+# --------------------------------------------------------------------------- the grid of experiments
+
+@pytest.fixture(scope="module")
+def results():
+    """A small grid (x³ and sin x, D = 1 and 2) solved through run_grid, as the notebook does."""
+    configs = CH.experiment_configs(["x^3", "sin x"], [1, 2], [1, 3], pointwise=(False, True))
+    return experiments.run_grid(CH.optimize_explanations, configs, progress=False)
+
+
+@pytest.fixture(scope="module")
+def tables(results):
+    strict = CH.agreement_table(results)
+    tied = CH.agreement_table(results, rtol=1e-6)
+    return dict(solved=CH.results_table(results), strict=strict, tied=tied, ties=CH.tie_report(strict, tied),
+                compare=CH.variant_comparison(strict, tied), profile=CH.profiles(CH.figure2_results(results)))
+
+
+def test_every_cell_is_solved_with_the_papers_eta(results):
+    assert len(results) == 2 * 2 * 3 * (2 + 1)  # variants x functions x metrics x ((D=1, u=1, 3) + (D=2, u=3))
+    for r in results:
+        assert r.status == "optimal" and r.has_solution
+        assert r.eta == pytest.approx(CH.ETA_FRACTION * r.faithful_max)
+        assert r.dimension == r.X.shape[1]
+
+
+def test_results_table_and_eta_check(tables):
+    solved = tables["solved"]
+    assert {"function", "D", "u", "metric", "pointwise", "status", "solver", "L_faithful / eta"} <= set(solved)
+    check = CH.eta_check(solved)
+    assert check.loc[False, "ratio_min"].min() == pytest.approx(1, rel=1e-5)
+    assert (check["max_rel_objective_gap"] < 1e-4).all()
+    assert CH.problems_solved(solved)["optimal"].sum() == len(solved)
+
+
+def test_agreement_table_has_pairwise_all_and_gradient_columns(tables):
+    table = tables["strict"]
+    assert len(table) == 2 * 2 * 3  # variants x functions x (D, u) cells
+    assert {"max_sensitivity vs local_stability", "all three", "average_sensitivity vs gradient"} <= set(table)
+    assert (table.loc[table.D == 1, "all three"] == 1).all()
+    pairwise = table[[c for c in table if " vs " in c and "gradient" not in c]].min(axis=1)
+    assert (table["all three"] <= pairwise + 1e-12).all()
+    assert (tables["tied"]["all three"] >= table["all three"] - 1e-12).all()
+
+
+def test_tie_report_and_variant_comparison_cover_the_multidimensional_cells(tables):
+    ties = tables["ties"]
+    assert sorted(ties["function"]) == ["sin x", "x^3"] and set(ties["D"]) == {2}
+    assert ((ties["tie-aware agreement"] >= ties["argmax agreement"] - 1e-12)).all()
+    assert list(tables["compare"].index) == [2]
+    assert ("tie-aware agreement", "pointwise") in tables["compare"]
+    assert list(CH.pairwise_agreement(tables["strict"]).index) == [2]
+    assert CH.variant_comparison(tables["strict"][tables["strict"].D == 1], tables["tied"]).empty
+
+
+def test_figure2_profile_is_computed_for_each_metric_and_variant(tables):
+    profile = tables["profile"]
+    assert len(profile) == 3 * 2
+    assert (profile.loc[profile.pointwise, "max δ_n / (η/N)"] <= 1 + 1e-5).all()
+    assert profile["faithful x-ranges"].map(type).eq(str).all()
+
+
+def test_local_profile_on_a_hand_made_solution():
+    X = CH.grid(1, 5)
+    G = np.array([[1.0], [2.0], [3.0], [4.0], [5.0]])
+    E = np.array([[1.0], [2.0], [3.0], [3.0], [3.0]])
+    base = dict(X=X, gradients=G, radius=2.5, metric="average_sensitivity", pointwise=False, eta=5.0,
+                explanations=E, status="optimal", solver="clarabel", solve_time=0.0)
+    r = CH.ExplanationResult(**base, function="x^2", dimension=1, faithful_max=25.0)
+    out = CH.local_profile(r)
+    assert out["faithful share"] == pytest.approx(3 / 5)
+    assert out["flat share"] == pytest.approx(3 / 5)
+    assert out["max δ_n / (η/N)"] == pytest.approx(4 / 1)
+    assert out["faithful x-ranges"] == "[-5.0, 0.0]"
+    with pytest.raises(ValueError, match="no solution"):
+        CH.local_profile(dataclasses.replace(r, explanations=None))
+
+
+def test_paper_share_of_figure2_comes_from_the_transcribed_intervals():
+    assert CH.FIGURE2 == {"function": "x^3", "dimension": 1, "radius": 1.0}
+    assert CH.paper_faithful_share() == pytest.approx(0.4)
+
+
+def test_squared_reading_is_empty_unless_it_ran(results):
+    assert CH.squared_reading(results, tie_rtol=1e-6).empty
+
+
+def test_figures_draw_what_ran_and_nothing_without_data(results, tables):
+    assert CH.plot_agreement_heatmaps(tables["strict"]) is not None
+    assert CH.plot_agreement_heatmaps(tables["strict"][tables["strict"].D == 1]) is None
+    assert len(CH.plot_figure2(CH.figure2_results(results)).axes) == 2
+    assert CH.plot_figure2([]) is None
+    with pytest.raises(ValueError, match="D = 1"):
+        CH.plot_explanations_1d(CH.select(results, dimension=2))
+
+
+# --------------------------------------------------------------------------- claims: holds / fails / not run
+
+def agreement(cells: dict, *, pointwise: bool = False) -> pd.DataFrame:
+    """An agreement table from {(D, function, u): all-three agreement}."""
+    return pd.DataFrame([{"pointwise": pointwise, "function": f, "D": d, "u": u, "all three": a}
+                         for (d, f, u), a in cells.items()])
+
+
+EMPTY = pd.DataFrame()
+
+
+def solved_table(ratios, statuses=None, pointwise=False) -> pd.DataFrame:
+    statuses = statuses or ["optimal"] * len(ratios)
+    return pd.DataFrame({"pointwise": pointwise, "status": statuses, "L_faithful / eta": ratios,
+                         "metric": "max_sensitivity"})
+
+
+def verdict(c):
+    return c.verdict
+
+
+def test_claim_on_constraint():
+    assert verdict(CH.claim_on_constraint(solved_table([1.0, 1 + 1e-6]))) == R.REPRODUCED
+    assert verdict(CH.claim_on_constraint(solved_table([1.0, 1.01]))) == R.DIFFERS
+    assert verdict(CH.claim_on_constraint(solved_table([1.0, np.nan], ["optimal", "error"]))) == R.DIFFERS
+    assert verdict(CH.claim_on_constraint(EMPTY)) == R.NOT_RUN
+    assert verdict(CH.claim_on_constraint(solved_table([1.0], pointwise=True))) == R.NOT_RUN
+    assert "1e-4" in CH.claim_on_constraint(EMPTY).claim
+
+
+def test_claim_high_agreement_in_2d():
+    assert verdict(CH.claim_high_agreement_in_2d(agreement({(2, "x^2", 2): 0.9, (2, "x^2", 3): 0.8}))) == R.REPRODUCED
+    assert verdict(CH.claim_high_agreement_in_2d(agreement({(2, "x^2", 2): 0.7}))) == R.DIFFERS
+    assert verdict(CH.claim_high_agreement_in_2d(agreement({(3, "x^2", 3): 0.9}))) == R.NOT_RUN
+    assert verdict(CH.claim_high_agreement_in_2d(agreement({(2, "x^2", 2): np.nan}))) == R.NOT_RUN
+    assert verdict(CH.claim_high_agreement_in_2d(EMPTY)) == R.NOT_RUN
+
+
+def test_claim_low_agreement_in_4d():
+    low = {(4, "x^3", 5): 0.4, (4, "sin x^3", 5): 0.45, (4, "x^2", 5): 0.9}
+    assert verdict(CH.claim_low_agreement_in_4d(agreement(low))) == R.REPRODUCED
+    assert verdict(CH.claim_low_agreement_in_4d(agreement({**low, (4, "x^3", 10): 0.6}))) == R.DIFFERS
+    assert verdict(CH.claim_low_agreement_in_4d(agreement({(4, "x^2", 5): 0.3}))) == R.NOT_RUN
+    assert verdict(CH.claim_low_agreement_in_4d(agreement({(4, "x^3", 5): np.nan}))) == R.NOT_RUN
+    assert verdict(CH.claim_low_agreement_in_4d(EMPTY)) == R.NOT_RUN
+
+
+def test_claim_agreement_decreases():
+    falls = agreement({(2, "x^2", 2): 0.8, (3, "x^2", 3): 0.6, (4, "x^2", 5): 0.4, (1, "x^2", 1): 1.0})
+    rises = agreement({(2, "x^2", 2): 0.8, (3, "x^2", 3): 0.6, (4, "x^2", 5): 0.7})
+    assert verdict(CH.claim_agreement_decreases(falls)) == R.REPRODUCED
+    assert CH.claim_agreement_decreases(falls).ours == "D=2: 0.800, D=3: 0.600, D=4: 0.400"
+    assert verdict(CH.claim_agreement_decreases(rises)) == R.DIFFERS
+    assert verdict(CH.claim_agreement_decreases(agreement({(2, "x^2", 2): 0.8, (3, "x^2", 3): 0.6}))) == R.NOT_RUN
+    assert verdict(CH.claim_agreement_decreases(EMPTY)) == R.NOT_RUN
+
+
+def test_claim_tie_aware_decreases_explains_ties_from_the_tie_report():
+    ties = pd.DataFrame({"D": [2, 4], "∇f tied share": [0.2, 0.9]})
+    falls = agreement({(2, "x^2", 2): 0.99, (3, "x^2", 3): 0.95, (4, "x^2", 5): 0.9})
+    rises = agreement({(2, "x^2", 2): 0.96, (3, "x^2", 3): 0.95, (4, "x^2", 5): 0.99})
+    assert verdict(CH.claim_tie_aware_decreases(falls, ties)) == R.REPRODUCED
+    differs = CH.claim_tie_aware_decreases(rises, ties)
+    assert differs.verdict == R.DIFFERS and "90% of the D = 4 grid points" in differs.why
+    assert verdict(CH.claim_tie_aware_decreases(EMPTY, EMPTY)) == R.NOT_RUN
+
+
+def profile_row(faithful, flat, *, metric="average_sensitivity", pointwise=False):
+    return pd.DataFrame([{"metric": metric, "pointwise": pointwise, "faithful share": faithful,
+                          "flat share": flat, "faithful x-ranges": "[2.1, 3.4]"}])
+
+
+def test_claim_figure2_is_partly_when_the_faithful_region_is_narrower_than_the_papers():
+    assert verdict(CH.claim_figure2(profile_row(0.4, 0.5))) == R.REPRODUCED
+    narrow = CH.claim_figure2(profile_row(0.28, 0.65))
+    assert narrow.verdict == R.PARTLY and "0.4 of the points" in narrow.why
+    assert verdict(CH.claim_figure2(profile_row(0.05, 0.65))) == R.DIFFERS
+    assert verdict(CH.claim_figure2(profile_row(0.4, 0.1))) == R.DIFFERS
+    assert verdict(CH.claim_figure2(profile_row(0.4, 0.5, pointwise=True))) == R.NOT_RUN
+    assert verdict(CH.claim_figure2(profile_row(np.nan, 0.5))) == R.NOT_RUN
+    assert verdict(CH.claim_figure2(EMPTY)) == R.NOT_RUN
+
+
+def test_paper_claims_on_a_solved_grid(tables):
+    claims = CH.paper_claims(tables["solved"], tables["strict"], tables["tied"], tables["ties"], tables["profile"])
+    assert [c.verdict for c in claims][0] == R.REPRODUCED
+    assert [c.verdict for c in claims][2:4] == [R.NOT_RUN, R.NOT_RUN]  # no D = 4, fewer than three D >= 2
+
+
+# --------------------------------------------------------------------------- the closing summary
+
+def comparison(strict_global, strict_pointwise, tied_global, tied_pointwise):
+    index = pd.Index(range(2, 2 + len(strict_global)), name="D")
+    return pd.DataFrame({("argmax agreement", "global"): strict_global, ("argmax agreement", "pointwise"): strict_pointwise,
+                         ("tie-aware agreement", "global"): tied_global,
+                         ("tie-aware agreement", "pointwise"): tied_pointwise}, index=index)
+
+
+def summary(strict_means, tied_means, *, compare=None, solvers=("clarabel",), solved=None):
+    cells = {(d, "x^2", 5): a for d, a in zip(range(2, 2 + len(strict_means)), strict_means)}
+    tied = {(d, "x^2", 5): a for d, a in zip(range(2, 2 + len(tied_means)), tied_means)}
+    ties = pd.DataFrame({"D": list(range(2, 2 + len(strict_means))), "function": "x^2",
+                         "chance agreement": 0.5, "tie-aware agreement": list(tied_means)})
+    solved = solved_table([1.0, 1.0]) if solved is None else solved
+    return CH.lessons(solved, agreement(cells), agreement(tied), ties,
+                      compare if compare is not None else pd.DataFrame(), solvers=list(solvers), tie_rtol=1e-6)
+
+
+def test_lessons_read_directions_from_the_numbers():
+    text = summary([0.8, 0.6, 0.4], [0.96, 0.95, 0.99])
+    assert "All 2 globally constrained problems were solved (clarabel)" in text
+    assert "agreement falls steadily with D" in text and "Most of that decline is ties." in text
+    assert "tie-aware agreement does not fall steadily" in text and "clarabel instead of MOSEK" in text
+    text = summary([0.8, 0.85, 0.9], [0.9, 0.7, 0.5], solvers=("mosek",))
+    assert "does not fall steadily with D" in text and "Most of that decline" not in text
+    assert "tie-aware agreement falls steadily" in text and "MOSEK, as the paper" in text
+    assert "Ties explain less than half" in summary([0.8, 0.6, 0.4], [0.9, 0.7, 0.5])
+
+
+def test_lessons_compare_the_pointwise_variant_and_admit_unsolved_problems():
+    up = comparison([0.8, 0.6], [0.9, 0.7], [0.95, 0.95], [0.97, 0.96])
+    assert "above the global constraint's at every D" in summary([0.8, 0.6], [0.9, 0.9], compare=up)
+    down = comparison([0.8, 0.6], [0.7, 0.5], [0.95, 0.95], [0.97, 0.96])
+    assert "not above the global constraint's at any D" in summary([0.8, 0.6], [0.9, 0.9], compare=down)
+    failed = summary([0.8], [0.9], solved=solved_table([1.0, np.nan], ["optimal", "error"]))
+    assert "do not all sit on the constraint" in failed and "1 of the 2" in failed
+    assert "By the paper's measure" not in failed  # one dimension says nothing about a trend

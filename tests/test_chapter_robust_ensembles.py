@@ -1,0 +1,250 @@
+"""Chapter 5's protocol (Forel et al., Section 5): simulations, grids, tables and the checks behind its claims."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explainopt.chapters import robust_ensembles as CH
+from explainopt.chapters import settings
+from explainopt.datasets import load_dataset
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+
+# --------------------------------------------------------------------------- simulations
+
+
+def test_simulation_follows_the_protocol():
+    data = load_dataset("ensembles/COMPAS").scaled()
+    s = CH.make_simulation(data, sim=3, n_factuals=5, n_estimators=20, max_depth=3)
+    assert s.X_factual.shape[0] == 5 and s.X_train.shape[0] == 5278 - 5
+    assert s.forest.random_state == 3 and s.retrained.random_state == 43
+    assert s.forest.max_depth == 3 and s.forest.max_features == "sqrt" and s.forest.n_estimators == 20
+
+
+def test_simulation_rows_report_retrained_validity_with_intervals():
+    rows = CH.simulate(dataset="COMPAS", sim=1, n_estimators=10, max_depth=3, n_factuals=2, alphas=[0.5, 0.1])
+    frame = pd.DataFrame(rows)
+    assert len(frame) == 2 * 3 and set(frame.method) == {"naive", "direct-saa"}
+    assert {"x", "x0", "valid_retrained", "time", "solver", "fallback_from", "repaired"} <= set(frame.columns)
+    hard = frame[~frame["relaxed"]]
+    assert len(hard) and hard["valid"].all() and hard["meets_threshold"].all()
+    table = CH.validity_table(frame, ["method"])
+    assert ((table.low <= table.rate) & (table.rate <= table.high)).all()
+    check = CH.check_counts(frame)
+    assert int(check["verified by T0"].iloc[0]) == int(check["hard"].iloc[0]) == len(hard)
+    assert int(check["relaxed"].iloc[0]) == len(frame) - len(hard)
+
+
+def test_method_grid_gives_each_method_its_threshold():
+    grid = CH.method_grid(alphas=[0.5, 0.1], betas=[0.05], robust_alphas=[0.1], contaminations=[0.3],
+                          lof_weights=[1.0], n_estimators=100)
+    methods = [m for m, _, _ in grid]
+    assert methods == ["naive", "direct-saa", "direct-saa", "robust-saa", "isolation-forest", "lof"]
+    taus = {(m, tuple(p.items())): tau for m, p, tau in grid}
+    assert taus[("naive", ())] == taus[("lof", (("lof_weight", 1.0),))] == 0.5
+    assert taus[("robust-saa", (("alpha", 0.1), ("beta", 0.05)))] > taus[("direct-saa", (("alpha", 0.1),))] > 0.5
+    assert set(methods) <= set(CH.METHODS)
+
+
+# --------------------------------------------------------------------------- grids
+
+
+def test_simulation_configs_run_benchmarks_on_the_first_size_and_sims_per_size():
+    configs = CH.simulation_configs(datasets=["COMPAS", "Spambase"], sims={100: range(3), 400: range(2)},
+                                    n_estimators=[100, 400], alphas=[0.5], betas=[0.1], robust_on=["Spambase"],
+                                    contaminations=[0.1], lof_weights=[1.0], benchmarks_on=["COMPAS"])
+    count = {(c["dataset"], c["n_estimators"]): 0 for c in configs}
+    for c in configs:
+        count[c["dataset"], c["n_estimators"]] += 1
+    assert count == {("COMPAS", 100): 3, ("Spambase", 100): 3, ("COMPAS", 400): 2, ("Spambase", 400): 2}
+    first = [c for c in configs if c["n_estimators"] == 100]
+    assert all(c["contaminations"] == ([0.1] if c["dataset"] == "COMPAS" else []) for c in first)
+    assert all(c["betas"] == ([0.1] if c["dataset"] == "Spambase" else []) for c in first)
+    assert all(not c["betas"] and not c["contaminations"] and not c["lof_weights"]
+               for c in configs if c["n_estimators"] == 400)
+    assert len(CH.simulation_configs(datasets=["COMPAS"], sims=range(4), n_estimators=[100, 400])) == 8
+    counted = CH.simulation_configs(datasets=["COMPAS"], sims={100: 3, 400: 1}, first_sim=5, n_estimators=[100, 400])
+    assert [(c["n_estimators"], c["sim"]) for c in counted] == [(100, 5), (100, 6), (100, 7), (400, 5)]
+
+
+def test_book_grid_gives_spambase_its_own_settings_and_runs_it_first():
+    S = settings(CH.SCALES, "book")
+    configs = CH.grid_configs(S, betas=[0.05, 0.1], first_sim=2, solver="highs")
+    assert [c["dataset"] for c in configs][0] == "Spambase" and len(configs) == len(S["datasets"])
+    spambase, adult = configs[0], next(c for c in configs if c["dataset"] == "Adult")
+    assert (spambase["n_factuals"], spambase["alphas"], spambase["time_limit"]) == (2, [0.5, 0.1], 45)
+    assert spambase["betas"] == [0.05, 0.1] and spambase["robust_alphas"] == [0.1]
+    assert (adult["n_factuals"], adult["time_limit"], adult["betas"]) == (5, 20, [])
+    assert all(c["sim"] == 2 and c["solver"] == "highs" for c in configs)
+    again = CH.comparison_configs(configs, solver="gurobi", first_sim=2)
+    assert len(again) == len(configs) and all(c["solver"] == "gurobi" and not c["betas"] and not c["lof_weights"]
+                                              for c in again)
+    assert CH.comparison_configs(configs, solver="gurobi", first_sim=0) == []
+    assert "Spambase with factuals 2" in CH.describe_grid(S, betas=[0.05, 0.1])
+
+
+def test_settings_keep_the_scales_factuals_unless_the_reader_gives_a_number():
+    assert settings(CH.SCALES, "smoke", factuals=None)["factuals"] == 2
+    assert settings(CH.SCALES, "smoke", factuals=3)["factuals"] == 3
+    assert settings(CH.SCALES, "book", datasets='["COMPAS"]')["datasets"] == ["COMPAS"]
+
+
+def test_no_comparison_solver_when_it_already_solved_the_cells():
+    assert CH.comparison_solver(pd.DataFrame({"solver": ["gurobi"]})) is None
+    assert CH.comparison_solver(pd.DataFrame({"solver": ["highs"]}), candidate="highs") is None
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def test_paper_tables_hold_table_1_and_table_3():
+    table1, table3 = CH.naive_validity_paper(100), CH.naive_validity_paper(400)
+    assert len(table1) == len(table3) == 8
+    assert (table1["Spambase"], table3["Spambase"], table1["COMPAS"]) == (17, 24, 92)
+    frame = pd.DataFrame({"dataset": ["Spambase"] * 4, "method": "naive", "valid_retrained": [True] + [False] * 3,
+                          "distance": 1.0, "n_changed": 2})
+    table = CH.naive_validity_table(frame)
+    assert table.loc[0, "paper [%]"] == 17 and table.loc[0, "ours [%]"] == 25 and table.loc[0, "n"] == 4
+    assert CH.naive_validity_table(frame.iloc[:0]).empty
+
+
+def test_thresholds_table_has_p_star_and_rho_star_per_target():
+    table = CH.thresholds_table(alphas=[0.5, 0.1])
+    assert list(table.columns) == ["1-alpha=0.50", "1-alpha=0.90"]
+    assert table.loc["p*(N=101)", "1-alpha=0.50"] == pytest.approx(0.5)
+    assert (table.loc["rho*(N=100, beta=0.05)"] > table.loc["p*(N=100)"]).all()
+
+
+def _times_frame():
+    rows = []
+    for solver, refused, naive, direct in [("highs", None, 1.0, 1.5), ("gurobi", None, 0.2, 0.3),
+                                           ("highs", "gurobi", 1.1, 1.4)]:
+        rows += [{"dataset": "COMPAS", "method": m, "solver": solver, "fallback_from": refused, "status": "optimal",
+                  "solve_time": t} for m, t in (("naive", naive), ("direct-saa", direct))]
+    rows.append({"dataset": "COMPAS", "method": "naive", "solver": "highs", "fallback_from": None,
+                 "status": "no_solution", "solve_time": 99.0})
+    return pd.DataFrame(rows)
+
+
+def test_solve_time_table_keeps_licence_fallbacks_apart_and_ignores_failed_solves():
+    frame = _times_frame()
+    table = CH.solve_time_table(frame.iloc[:2], frame.iloc[2:])
+    assert list(table["refused by"]) == ["", "", "gurobi"] and list(table["solver"]) == ["highs", "gurobi", "highs"]
+    highs = table.iloc[0]
+    assert (highs["problems"], highs["solved"], highs["ratio"]) == (3, 2, pytest.approx(1.5))
+    assert CH.solve_time_table(frame.iloc[:0]).empty
+
+
+def test_check_counts_count_verified_relaxed_and_repaired_points():
+    frame = pd.DataFrame({"dataset": "COMPAS", "status": ["optimal", "optimal", "time_limit", "infeasible"],
+                          "relaxed": [False, True, False, False], "valid": [True, True, True, False],
+                          "meets_threshold": [True, False, False, False], "repaired": [0, 0, 2, 0]})
+    row = CH.check_counts(frame).iloc[0]
+    assert (row["problems"], row["found"], row["hard"], row["verified by T0"]) == (4, 3, 2, 1)
+    assert (row["relaxed"], row["relaxed, class flipped"], row["time limit"], row["repaired"]) == (1, 1, 1, 1)
+
+
+def test_counterfactual_path_shows_the_changed_features_per_target():
+    frame = pd.DataFrame({"dataset": "COMPAS", "sim": 0, "factual": 0, "method": "direct-saa",
+                          "alpha": [0.5, 0.1], "x0": [np.zeros(5)] * 2,
+                          "x": [np.array([0, 0.2, 0, 0, 0.0]), np.array([0, 0.2, 0, 0, 0.0])]})
+    path = CH.counterfactual_path(frame, dataset="COMPAS")
+    assert list(path.columns) == ["factual", "0.50", "0.90"] and len(path) == 1
+    assert "change 1 of the 5 features" in CH.describe_path(path, dataset="COMPAS")
+    assert "moves 0 of 1 times" in CH.describe_path(path, dataset="COMPAS")
+
+
+# --------------------------------------------------------------------------- claims: holds, fails, no data
+
+
+def _curves(rows):
+    return pd.DataFrame(rows, columns=["dataset", "label", "target", "high"])
+
+
+EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1": CH.naive_validity_table(
+    pd.DataFrame(columns=["dataset", "method", "valid_retrained", "distance", "n_changed"])),
+    "curves": _curves([]), "points": pd.DataFrame(columns=["dataset", "label", "distance", "rate"]),
+    "times": CH.solve_time_table(pd.DataFrame(columns=["dataset", "method", "solver", "status", "solve_time"])),
+    "correlation": pd.Series(dtype=float), "table3": CH.naive_validity_table(
+        pd.DataFrame(columns=["dataset", "method", "valid_retrained", "distance", "n_changed"]))}
+
+
+def test_every_claim_is_not_run_without_data():
+    claims = CH.claims(**EMPTY, datasets=[])
+    assert len(claims) == 9 and {c.verdict for c in claims} == {NOT_RUN}
+
+
+def test_verified_claim():
+    checks = pd.DataFrame({"hard": [3, 2], "verified by T0": [3, 2], "relaxed": [1, 0]})
+    assert CH.claim_verified(checks).verdict == REPRODUCED
+    assert CH.claim_verified(checks.assign(**{"verified by T0": [3, 1]})).verdict == DIFFERS
+    assert CH.claim_verified(checks.assign(hard=0, **{"verified by T0": 0})).verdict == NOT_RUN
+
+
+def _table1(values, n=5):
+    return pd.DataFrame({"dataset": list(values), "n": n, "ours [%]": list(values.values())})
+
+
+def test_naive_below_half_claim():
+    assert CH.claim_naive_below_half(_table1({"A": 10, "B": 40, "C": 90})).verdict == REPRODUCED
+    assert CH.claim_naive_below_half(_table1({"A": 10, "B": 60, "C": 90})).verdict == DIFFERS
+    two = CH.claim_naive_below_half(_table1({"A": 10, "B": 40}))
+    assert two.verdict == NOT_RUN and "at least 3" in two.why
+    assert CH.claim_naive_below_half(_table1({"A": 10, "B": 40, "C": 90})).paper == "5 of 8 datasets below 50%"
+
+
+def test_spambase_naive_claim():
+    assert CH.claim_spambase_naive(_table1({"Spambase": 0})).verdict == REPRODUCED
+    assert CH.claim_spambase_naive(_table1({"Spambase": 40})).verdict == DIFFERS
+    assert CH.claim_spambase_naive(_table1({"COMPAS": 0})).verdict == NOT_RUN
+
+
+def test_direct_saa_claim_needs_every_dataset_and_spambase():
+    ok = [("COMPAS", "Direct-SAA", 0.9, 1.0), ("Adult", "Direct-SAA", 0.9, 0.95)]
+    spambase_misses = [("Spambase", "Direct-SAA", 0.9, 0.5)]
+    datasets = ["COMPAS", "Adult", "Spambase"]
+    assert CH.claim_direct_saa_targets(_curves(ok + spambase_misses), datasets=datasets).verdict == REPRODUCED
+    spambase_meets = [("Spambase", "Direct-SAA", 0.9, 0.95)]
+    assert CH.claim_direct_saa_targets(_curves(ok + spambase_meets), datasets=datasets).verdict == DIFFERS
+    adult_misses = [ok[0], ("Adult", "Direct-SAA", 0.9, 0.5)] + spambase_misses
+    assert CH.claim_direct_saa_targets(_curves(adult_misses), datasets=datasets).verdict == DIFFERS
+    assert CH.claim_direct_saa_targets(_curves(ok), datasets=["COMPAS", "Adult"]).verdict == NOT_RUN
+    assert CH.claim_direct_saa_targets(_curves(ok[:1] + spambase_misses), datasets=datasets).verdict == NOT_RUN
+
+
+def test_robust_saa_claim():
+    label = "Robust-SAA (beta=0.05)"
+    assert CH.claim_robust_saa_spambase(_curves([("Spambase", label, 0.9, 0.99)])).verdict == REPRODUCED
+    assert CH.claim_robust_saa_spambase(_curves([("Spambase", label, 0.9, 0.6)])).verdict == DIFFERS
+    assert CH.claim_robust_saa_spambase(_curves([("Spambase", "Direct-SAA", 0.9, 0.99)])).verdict == NOT_RUN
+
+
+def _points(bench_distance, bench_rate):
+    return pd.DataFrame({"dataset": "COMPAS", "label": ["Direct-SAA", "isolation forest"],
+                         "distance": [0.1, bench_distance], "rate": [0.9, bench_rate]})
+
+
+def test_dominance_claim():
+    assert CH.claim_dominance(_points(0.2, 0.8)).verdict == REPRODUCED
+    assert CH.claim_dominance(_points(0.05, 0.8)).verdict == DIFFERS
+    assert CH.claim_dominance(_points(0.2, 0.8).iloc[:1]).verdict == NOT_RUN
+
+
+def test_solve_time_claim_is_not_run_on_an_empty_table():
+    times = pd.DataFrame({"ratio": [1.2, 1.9, float("nan")]})
+    assert CH.claim_solve_time(times).verdict == REPRODUCED
+    assert CH.claim_solve_time(times.assign(ratio=[1.2, 2.5, 1.0])).verdict == DIFFERS
+    assert CH.claim_solve_time(times.iloc[:0]).verdict == NOT_RUN
+    assert CH.claim_solve_time(pd.DataFrame({"ratio": [float("nan")]})).verdict == NOT_RUN
+
+
+def test_importance_claim():
+    assert CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.6})).verdict == REPRODUCED
+    assert CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.4})).verdict == DIFFERS
+    assert CH.claim_importance(pd.Series(dtype=float)).verdict == NOT_RUN
+
+
+def test_large_forests_claim():
+    assert CH.claim_large_forests(_table1({"Spambase": 20})).verdict == REPRODUCED
+    assert CH.claim_large_forests(_table1({"Spambase": 70})).verdict == DIFFERS
+    assert CH.claim_large_forests(_table1({"COMPAS": 20})).verdict == NOT_RUN
+    assert CH.claim_large_forests(_table1({"Spambase": 20})).paper.startswith("24% on Spambase")

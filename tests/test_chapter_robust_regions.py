@@ -1,0 +1,258 @@
+"""Chapter 2's protocol (Maragno et al.): data and models, grids, tables against the paper, claims, captions."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explainopt.chapters import robust_regions as CH
+from explainopt.chapters import settings
+from explainopt.counterfactuals.regions import Iteration, RobustRegion
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+
+
+def _row(**fields) -> dict:
+    """One instance row as :func:`region_instance` returns it (the fields the tables read)."""
+    row = dict(dataset="banknote", model="DT3", norm="linf", rho=0.05, index=0, status="converged", converged=True,
+               early_stop=False, iterations=2, time=1.0, rho_bar=None, solver="highs", has_region=True,
+               certified=True, samples=100, sample_violations=0, certificate_ap_value=-1.0)
+    row.update(fields)
+    if row["status"] != "converged":
+        row.update(converged=False, early_stop=row["status"] in ("time_limit", "iteration_limit"))
+    return row
+
+
+def _frame(*rows) -> pd.DataFrame:
+    return pd.DataFrame(list(rows))
+
+
+def _baselines(robust: list[bool], valid: list[bool], ours: list[bool]) -> pd.DataFrame:
+    return pd.DataFrame([dict(dataset="ionosphere", model="NN10", rho=0.1, index=i, baseline_robust=r,
+                              baseline_valid=v, ours_robust=o, ours_valid=True, solver="highs")
+                         for i, (r, v, o) in enumerate(zip(robust, valid, ours))])
+
+
+# --------------------------------------------------------------------------- data, models, scales
+
+def test_paper_tables_hold_both_tables_for_every_configuration():
+    table = CH.paper_tables()
+    assert len(table) == 2 * 2 * len(CH.PAPER_MODELS) * len(CH.DATASETS)
+    row = table.query("norm == 'linf' and rho == 0.05 and model == 'RF50' and dataset == 'diabetes'").iloc[0]
+    assert row.time == 303.27 and row.early_stops == 9 and row.rho_bar == 0.034
+    dash = table.query("norm == 'l2' and rho == 0.05 and model == 'GBM100' and dataset == 'diabetes'").iloc[0]
+    assert math.isnan(dash.time) and dash.early_stops == 20
+
+
+def test_tables_3_and_4_are_transcribed_for_every_pair_and_model():
+    t3 = CH.paper_table("robust_regions_table_3")
+    assert len(t3) == 2 * len(CH.TABLE3_PAIRS)
+    assert t3.query("dataset == 'diabetes' and rho == 0.2").iloc[0].ours_robust == 80
+    t4 = CH.paper_table("robust_regions_table_4")
+    assert len(t4) == len(CH.DATASETS) * len(CH.PAPER_MODELS)
+    assert list(t4[t4.dataset == "banknote"].model) == list(CH.PAPER_MODELS)
+
+
+def test_paper_models_follow_the_authors_code():
+    assert CH.paper_model("NN10-10-10").hidden_layer_sizes == (10, 10, 10)
+    forest = CH.paper_model("RF50", random_state=3)
+    assert (forest.n_estimators, forest.max_depth, forest.random_state) == (50, 3, 3)
+    boosting = CH.paper_model("GBM20")
+    assert (boosting.n_estimators, boosting.max_depth, boosting.learning_rate) == (20, 2, 1.0)
+    with pytest.raises(ValueError, match="model="):
+        CH.paper_model("SVM3")
+    with pytest.raises(ValueError, match="dataset="):
+        CH.paper_data("adult")
+
+
+def test_paper_data_is_the_whole_frame_scaled_to_the_unit_box():
+    X, y = CH.paper_data("banknote")
+    assert len(X) == len(y) == 1372  # every row: no split
+    assert X.min() == 0 and X.max() == 1 and set(np.unique(y)) == {0, 1}
+
+
+def test_scales_share_their_settings_and_take_the_readers_overrides():
+    keys = set(CH.SCALES["book"])
+    assert all(set(s) == keys for s in CH.SCALES.values())
+    paper = CH.SCALES["paper"]
+    assert paper["models"] == list(CH.PAPER_MODELS) and paper["instances"] == 20 and paper["time_limit"] == 1000
+    chosen = settings(CH.SCALES, "smoke", models='["LR", "DT3"]', rhos=None, instances=3)
+    assert chosen["models"] == ["LR", "DT3"] and chosen["rhos"] == [0.05] and chosen["instances"] == 3
+
+
+def test_the_grids_run_the_cells_of_the_settings_and_cache_them_in_the_chapter_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLAINOPT_CACHE", str(tmp_path))
+    tiny = dict(CH.SCALES["smoke"], datasets=["banknote"], models=["LR"], norms=["linf", "l2"], instances=2)
+    frame = CH.run_regions(tiny, n_samples=300)
+    assert list(zip(frame.norm, frame["index"])) == [("linf", 0), ("linf", 1), ("l2", 0), ("l2", 1)]
+    assert frame.converged.all() and frame.certified.all() and (frame.samples == 300).all()
+    assert len(list((tmp_path / "02").glob("region_instance-*.pkl"))) == 4
+    accuracies = CH.run_accuracies(tiny)
+    assert accuracies[0]["dataset"] == "banknote" and 0.9 < accuracies[0]["train"] <= 1
+
+
+# --------------------------------------------------------------------------- tables
+
+def test_summary_and_comparison_average_converged_instances_and_count_early_stops():
+    frame = _frame(_row(time=1.0, iterations=2), _row(index=1, time=3.0, iterations=4),
+                   _row(index=2, status="time_limit", time=8.0, iterations=7, rho_bar=0.03, certified=False))
+    summary = CH.summary_table(frame)
+    row = summary.iloc[0]
+    assert (row.n, row.time, row.iterations, row.early_stops, row.certified) == (3, 2.0, 3.0, 1, 2)
+    assert row.time_se == pytest.approx(1.0) and row.rho_bar == 0.03 and row.time_all == 4.0
+    table = CH.compare_with_paper(summary, norm="linf")
+    out = table.loc[(0.05, "DT3", "banknote")]
+    assert out["time (s) ours"] == "2.00 (1.00)" and out["time (s) paper"] == "1.00 (0.06)"
+    assert out["ratio"] == 2.0 and out["early stops ours"] == "1 (ρ̄=0.030)" and out["certified"] == "2/3"
+    assert out["early stops paper"] == "–"
+
+
+def test_a_configuration_without_a_converged_instance_has_no_time_ratio():
+    summary = CH.summary_table(_frame(_row(status="time_limit", rho_bar=0.01)))
+    table = CH.compare_with_paper(summary, norm="linf")
+    assert table["time (s) ours"].iloc[0] == "–" and math.isnan(table["ratio"].iloc[0])
+
+
+def test_table3_sets_our_percentages_beside_the_papers():
+    table = CH.table3(_baselines([True, False], [True, True], [True, True]))
+    row = table.loc[("ionosphere", "NN10", 0.1)]
+    assert row["baseline robust %"] == 50 and row["paper"] == 70 and row["paper "] == 90 and row["n"] == 2
+
+
+def test_accuracy_table_sets_ours_beside_table_4():
+    table = CH.accuracy_table([{"dataset": "banknote", "model": "DT3", "train": 0.5, "test": 0.4}])
+    assert table.loc["DT3", ("train", "banknote")] == 0.5
+    assert table.loc["DT3", ("paper train", "banknote")] == 0.94
+    assert table.loc["DT3", ("paper test", "banknote")] == 0.89
+
+
+def test_notes_and_exception_tables_read_empty_frames():
+    empty = pd.DataFrame()
+    assert CH.instances_note(empty) == "No instance ran."
+    assert CH.uncertified_regions(empty).empty
+    assert CH.compare_with_paper(CH.summary_table(empty), norm="l2").empty and CH.table3(empty).empty
+    frame = _frame(_row(), _row(index=1, certified=False))
+    assert list(CH.uncertified_regions(frame)["index"]) == [1]
+    assert CH.instances_note(frame).startswith("2 instances, 2 regions returned")
+
+
+# --------------------------------------------------------------------------- trends
+
+def _summary(times: dict) -> pd.DataFrame:
+    """A summary with time_all per (model, dataset, norm, rho)."""
+    return pd.DataFrame([dict(model=m, dataset=d, norm=n, rho=r, time_all=t, iterations_all=1.0)
+                         for (m, d, n, r), t in times.items()])
+
+
+def test_trend_checks_compute_the_papers_ratios_and_shares():
+    times = {}
+    for d, f in (("banknote", 1.0), ("ionosphere", 1.5)):
+        for n, g in (("linf", 1.0), ("l2", 2.0)):
+            for r, h in ((0.01, 1.0), (0.05, 3.0)):
+                times[("RF5", d, n, r)] = f * g * h
+                times[("RF50", d, n, r)] = 10 * f * g * h
+    checks = CH.trend_checks(_summary(times))
+    assert checks["complexity_ratio"] == pytest.approx(10) and checks["features_ratio"] == pytest.approx(1.5)
+    assert checks["l2_slower"] == 1.0 and checks["small_rho_faster"] == 1.0
+
+
+def test_trend_checks_are_nan_without_the_configurations_they_compare():
+    checks = CH.trend_checks(_summary({("DT3", "banknote", "linf", 0.05): 1.0}))
+    assert all(math.isnan(v) for v in checks.values())
+    assert all(math.isnan(v) for v in CH.trend_checks(pd.DataFrame()).values())
+
+
+# --------------------------------------------------------------------------- claims: holds, fails, no data
+
+def _verdicts(make) -> tuple:
+    return tuple(make(case).verdict for case in ("holds", "fails", "none"))
+
+
+def test_claim_regions_certified():
+    frames = {"holds": _frame(_row(), _row(index=1, status="time_limit", rho_bar=0.02)),
+              "fails": _frame(_row(), _row(index=1, certified=False)),
+              "none": _frame(_row(has_region=False, certified=False, samples=0))}
+    assert _verdicts(lambda c: CH.claim_regions_certified(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+    assert CH.claim_regions_certified(pd.DataFrame()).verdict == NOT_RUN
+    failed = CH.claim_regions_certified(frames["fails"])
+    assert "1 of the 2 regions failed" in failed.why and "100 samples" in failed.why
+
+
+@pytest.mark.parametrize("name, key, holds, fails", [
+    ("claim_l2_slower", "l2_slower", 0.9, 0.2),
+    ("claim_small_rho_faster", "small_rho_faster", 0.8, 0.5),
+])
+def test_claims_on_shares_of_configurations(name, key, holds, fails):
+    make = getattr(CH, name)
+    values = {"holds": holds, "fails": fails, "none": math.nan}
+    assert _verdicts(lambda c: make({key: values[c]})) == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_complexity_needs_both_ratios():
+    cases = {"holds": (3.0, 0.8), "fails": (1.1, 2.0), "none": (3.0, math.nan)}
+    verdicts = _verdicts(lambda c: CH.claim_complexity(dict(zip(("complexity_ratio", "features_ratio"), cases[c]))))
+    assert verdicts == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_baseline_not_robust():
+    frames = {"holds": _baselines([True, False], [True, True], [True, True]),
+              "fails": _baselines([True] * 5, [True] * 5, [True] * 5), "none": pd.DataFrame()}
+    assert _verdicts(lambda c: CH.claim_baseline_not_robust(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_baseline_invalid():
+    frames = {"holds": _baselines([True, True], [True, False], [True, True]),
+              "fails": _baselines([True, True], [True, True], [True, True]), "none": pd.DataFrame()}
+    assert _verdicts(lambda c: CH.claim_baseline_invalid(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_ours_robust():
+    frames = {"holds": _baselines([True] * 5, [True] * 5, [True, True, True, True, False]),
+              "fails": _baselines([True] * 2, [True] * 2, [True, False]), "none": pd.DataFrame()}
+    assert _verdicts(lambda c: CH.claim_ours_robust(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_times_reads_not_run_when_no_converged_configuration_has_a_paper_time():
+    def tables(ratios):
+        return [pd.DataFrame({"ratio": ratios})]
+
+    converged, stopped = _frame(_row(), _row(index=1)), _frame(_row(status="time_limit", solver="highs+scip"))
+    cases = {"holds": (tables([0.5, 2.0]), converged), "fails": (tables([5.0, 6.0]), converged),
+             "none": (tables([math.nan]), stopped)}
+    verdicts = _verdicts(lambda c: CH.claim_times(cases[c][0], cases[c][1], time_limit=8))
+    assert verdicts == (REPRODUCED, DIFFERS, NOT_RUN)
+    none = CH.claim_times(*cases["none"], time_limit=8)
+    assert "highs, scip" in none.why and "100% of our instances stopped at our 8 s limit" in none.ours
+    assert CH.claim_times([], pd.DataFrame(), time_limit=8).verdict == NOT_RUN
+
+
+def test_paper_claims_list_every_claim_and_read_not_run_on_an_empty_run():
+    empty = pd.DataFrame()
+    claims = CH.paper_claims(empty, CH.summary_table(empty), empty, [], time_limit=4)
+    assert len(claims) == 8 and {c.verdict for c in claims} == {NOT_RUN}
+
+
+# --------------------------------------------------------------------------- captions
+
+def _region(iterations: int, status="converged") -> RobustRegion:
+    history = [Iteration(k, np.zeros(2), 0.1 * k, 0.0, None, 0.0, 0.0) for k in range(1, iterations + 1)]
+    return RobustRegion(np.zeros(2), status, 1.0, "highs", rho=0.05, iterations=iterations, history=history)
+
+
+def test_the_tree_caption_says_which_tree_needed_more_iterations():
+    runs = [{"depth": 3, "region": _region(2)}, {"depth": 10, "region": _region(6, "time_limit")}]
+    text = CH.tree_iterations_caption(runs)
+    assert "depth 10: 6 iterations (time_limit)" in text and "needed more iterations" in text
+    runs[1]["region"] = _region(1)
+    assert "needed fewer iterations" in CH.tree_iterations_caption(runs)
+
+
+def test_the_convergence_caption_reads_the_directions_from_the_run():
+    def run(distances, radii):
+        return {"model": "RF5", "rho": 0.05, "history": [{"iteration": k, "distance": d, "radius": r}
+                                                         for k, (d, r) in enumerate(zip(distances, radii), 1)]}
+
+    text = CH.convergence_caption([run([0.1, 0.2, 0.2 - 1e-7], [0.0, 0.03, 0.01])])
+    assert "distance never decreases" in text and "radius falls at least once for RF5" in text
+    text = CH.convergence_caption([run([0.1, 0.05], [0.0, 0.05])])
+    assert "distance decreases for RF5" in text and "radius never falls" in text

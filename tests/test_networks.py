@@ -1,0 +1,103 @@
+"""The network encoder's pieces that PROPLACE reuses: the one big-M ReLU layer, the interval network's
+neuron bounds at a point, its samples, and the Delta-robustness test beside it."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+from sklearn.neural_network import MLPClassifier
+
+from explainopt import solvers
+from explainopt.encoders import IntervalNetwork, delta_robust, interval_lower, network_layers
+from explainopt.encoders.networks import forward, propagate_bounds, relu_layer
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    X, y = make_classification(200, 4, random_state=1)
+    X = (X - X.min(0)) / np.ptp(X, 0)
+    return X, MLPClassifier((6, 5), max_iter=800, random_state=0).fit(X, y)
+
+
+def test_relu_layer_fixes_h_to_the_relu_of_z_for_every_neuron_state():
+    # neurons: always off (u <= 0), always on (l >= 0), unstable below and above zero
+    lower, upper = np.array([-2.0, 0.5, -1.0, -1.0]), np.array([-0.5, 2.0, 1.0, 1.0])
+    target = np.array([-1.0, 1.5, -0.4, 0.7])
+    z = cp.Variable(4)
+    h, cons, sigma = relu_layer(z, lower, upper, name="t")
+    assert sigma is not None and sigma.shape == (2,)  # binaries only for the two unstable neurons
+    problem = cp.Problem(cp.Minimize(cp.sum(h)), cons + [z == target])  # h's lowest feasible value
+    assert solvers.solve(problem).status == "optimal"
+    np.testing.assert_allclose(h.value, np.maximum(target, 0), atol=1e-7)
+    problem = cp.Problem(cp.Maximize(cp.sum(h)), cons + [z == target])  # ... and its highest
+    assert solvers.solve(problem).status == "optimal"
+    np.testing.assert_allclose(h.value, np.maximum(target, 0), atol=1e-7)
+
+
+def test_relu_layer_needs_no_binary_for_stable_neurons():
+    z = cp.Variable(2)
+    _, _, sigma = relu_layer(z, np.array([0.0, -3.0]), np.array([1.0, -1.0]))
+    assert sigma is None
+
+
+def test_interval_layer_bounds_contain_every_shifted_network_at_the_point(mlp):
+    X, model = mlp
+    inn = IntervalNetwork(model, delta=0.05)
+    lower, upper = inn.bounds(X[:10])
+    samples = [inn.sample(seed, vertex=seed % 2 == 1) for seed in range(40)]
+    for i, x in enumerate(X[:10]):
+        bounds = inn.layer_bounds(x)
+        assert len(bounds) == len(inn.base_layers) and bounds[-1][0].shape == (1,)
+        for shifted in samples:
+            _, zs = forward(shifted, x[None], preactivations=True)
+            for z, (lo, hi) in zip(zs, bounds):
+                assert (z[0] >= lo - 1e-9).all() and (z[0] <= hi + 1e-9).all()
+        # the doubled network's forward pass and the propagation give the same logit bounds
+        assert bounds[-1][0][0] == pytest.approx(lower[i], abs=1e-12)
+        assert bounds[-1][1][0] == pytest.approx(upper[i], abs=1e-12)
+    with pytest.raises(ValueError, match="one point"):
+        inn.layer_bounds(X[:2])
+
+
+def test_propagation_without_shifts_is_plain_interval_propagation_and_needs_no_sign(mlp):
+    _, model = mlp
+    layers = network_layers(model)
+    box = propagate_bounds(layers, -np.ones(4), np.ones(4))  # negative inputs are fine without shifts
+    shifted = propagate_bounds(layers, np.zeros(4), np.ones(4), delta=0.1)
+    plain = propagate_bounds(layers, np.zeros(4), np.ones(4))
+    assert all((ls <= lp).all() and (us >= up).all() for (ls, us), (lp, up) in zip(shifted, plain))
+    assert all((l <= u).all() for l, u in box)
+    with pytest.raises(ValueError, match="non-negative"):
+        propagate_bounds(layers, -np.ones(4), np.ones(4), delta=0.1)
+
+
+def test_vertex_samples_sit_at_the_ends_of_the_shift_intervals(mlp):
+    _, model = mlp
+    inn = IntervalNetwork(model, delta=0.03)
+    for (W, b), (Ws, bs) in zip(inn.base_layers, inn.sample(0, vertex=True)):
+        np.testing.assert_allclose(np.abs(Ws - W), 0.03)
+        np.testing.assert_allclose(np.abs(bs - b), 0.03)
+
+
+def test_delta_robust_is_the_sign_of_the_interval_lower_bound(mlp):
+    X, model = mlp
+    lower = interval_lower(model, X, delta=0.02)
+    np.testing.assert_array_equal(delta_robust(model, X, delta=0.02), lower >= 0)
+    np.testing.assert_allclose(interval_lower(model, X, delta=0.0), forward(network_layers(model), X))
+    assert (interval_lower(model, X, delta=0.05) <= lower + 1e-12).all()  # a larger delta can only lower it
+    with pytest.raises(TypeError):
+        delta_robust(model, X, 0.02)  # delta is keyword-only
+
+
+def test_network_layers_accepts_its_own_layer_lists(mlp):
+    _, model = mlp
+    layers = network_layers(model)
+    again = network_layers(layers)
+    assert all(np.array_equal(W, W2) and np.array_equal(b, b2) for (W, b), (W2, b2) in zip(layers, again))
+    assert IntervalNetwork(layers, delta=0.1).n_features_in_ == 4
+
+
+def test_interval_networks_refuse_negative_inputs(mlp):
+    _, model = mlp
+    with pytest.raises(ValueError, match="non-negative"):
+        interval_lower(model, -np.ones((1, 4)), delta=0.1)
