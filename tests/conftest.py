@@ -36,7 +36,7 @@ def smoke_html():
     for notebook in book.chapter_notebooks():
         if not (chapters / notebook.name).exists():
             book.execute_chapter(notebook, chapters, {"scale": "smoke"}, progress=False)
-    book.write_status_page(chapters)
+    book.write_pages(chapters)
     shutil.rmtree(root / "_build", ignore_errors=True)
     book.build(root, warnings_as_errors=True)
     return root / "_build" / "html"

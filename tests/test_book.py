@@ -130,3 +130,17 @@ def test_the_run_records_the_solvers_its_results_name():
     run.record(pd.DataFrame({"solver": ["clarabel"]}))
     prov = run.provenance()
     assert prov["solvers"] == "clarabel, highs, scip" and prov["fallbacks"] == {"gurobi": 1}
+
+
+def test_every_exercise_has_a_unique_label_and_a_known_level():
+    table = book.exercises()
+    assert len(table) and not table.label.duplicated().any()
+    assert set(table.level) <= set(book.LEVELS), set(table.level) - set(book.LEVELS)
+    assert all(label.startswith(f"ex-{chapter[:2]}-") for label, chapter in zip(table.label, table.chapter))
+
+
+def test_the_exercise_index_links_every_exercise_by_level(tmp_path):
+    page = book.write_exercise_index(tmp_path).read_text()
+    for label in book.exercises().label:
+        assert f"{{ref}}`{label}`" in page
+    assert "**Derivation**" in page and "**Research**" in page

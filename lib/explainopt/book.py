@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -231,6 +232,45 @@ def write_status_page(output_dir: Path) -> Path:
     return page
 
 
+EXERCISE = re.compile(r"```\{exercise\}\s*(?P<title>[^\n]*)\n:label:\s*(?P<label>\S+)\s*\n(?:(?!```).)*?"
+                      r"\*Level:\s*(?P<level>[^.*]+)", re.S)
+LEVELS = ("reading", "predict-then-run", "derivation", "implementation", "research")
+
+
+def exercises(notebooks: list[Path] | None = None) -> pd.DataFrame:
+    """Every exercise of the chapters (read from the notebooks' Markdown cells): chapter, label, title and
+    level (the ``*Level: ...*`` line each exercise starts with, one of :data:`LEVELS`)."""
+    rows = []
+    for notebook in notebooks or chapter_notebooks():
+        cells = nbformat.read(notebook, as_version=4).cells
+        for cell in (c for c in cells if c.cell_type == "markdown"):
+            for m in EXERCISE.finditer(cell.source):
+                rows.append({"chapter": notebook.stem, "label": m["label"], "title": m["title"].strip(),
+                             "level": m["level"].strip().lower()})
+    return pd.DataFrame(rows, columns=["chapter", "label", "title", "level"])
+
+
+def write_exercise_index(output_dir: Path) -> Path:
+    """``exercises_by_level.md`` (included by the teaching page): the chapters' exercises grouped by level,
+    each a link to the exercise, generated from the notebooks."""
+    table = exercises()
+    lines = []
+    for level in [lv for lv in LEVELS if lv in set(table.level)] + sorted(set(table.level) - set(LEVELS)):
+        lines.append(f"**{level.capitalize()}**\n")
+        for row in table[table.level == level].itertuples():
+            lines.append(f"- {{ref}}`{row.label}` (chapter {row.chapter[:2].lstrip('0') or row.chapter[:2]})")
+        lines.append("")
+    page = output_dir / "exercises_by_level.md"
+    page.write_text("\n".join(lines) or "_No exercise yet._\n")
+    return page
+
+
+def write_pages(output_dir: Path) -> None:
+    """The generated pages of the book: the reproduction status and the exercise index."""
+    write_status_page(output_dir)
+    write_exercise_index(output_dir)
+
+
 def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None) -> dict:
     """Compute the cells of a chapter's grids that its results store lacks, most informative first, until
     `budget` (seconds or ``"2h"``) is spent. Returns ``{grid: {"cells", "computed", "stale"}}`` afterwards."""
@@ -270,7 +310,7 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
         print(f"[explainopt] {notebook.name} at scale {scale} ...", flush=True)
         done.append(execute_chapter(notebook, output_dir, {"scale": scale, **(parameters or {})}))
         print(f"[explainopt] {notebook.name} done in {time.perf_counter() - start:.0f} s", flush=True)
-    write_status_page(output_dir)
+    write_pages(output_dir)
     return done
 
 
