@@ -710,9 +710,29 @@ def _relation(ours: pd.Series, other: pd.Series) -> str:
     return "above the global constraint's at some D only"
 
 
+def _rough_lesson(rough: pd.DataFrame) -> str:
+    """The summary's sentence on steep or oscillatory gradients (:func:`roughness_vs_agreement`)."""
+    rho = rank_correlation(rough)
+    order = ", ".join(pretty(f) for f in rough.index)
+    least = rough["agreement"].idxmin()
+    if np.isnan(rho):
+        direction = "too few functions ran to rank them"
+    elif rho <= ROUGH_RHO:
+        direction = "the rougher the gradient, the lower the agreement, as the paper says"
+    elif rho < 0:
+        direction = "rougher gradients agree somewhat less, weakly"
+    else:
+        direction = "rougher gradients do not agree less: the paper's reading does not survive a ranking"
+    return (f"- **Steep or oscillatory gradients.** By the total variation of ∇f the functions rank {order} "
+            f"(roughest first); their mean all-three agreement over D ≥ 2 gives Spearman ρ = {_minus(rho)}: "
+            f"{direction}. The least agreement is {pretty(least)}'s ({rough['agreement'].min():.2f}).")
+
+
 def lessons(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
-            compare: pd.DataFrame, *, solvers: Sequence[str], tie_rtol: float) -> str:
-    """The "what we learned" summary as Markdown, every number and direction read from this run."""
+            compare: pd.DataFrame, *, solvers: Sequence[str], tie_rtol: float,
+            rough: pd.DataFrame | None = None) -> str:
+    """The "what we learned" summary as Markdown, every number and direction read from this run
+    (`rough`: :func:`roughness_vs_agreement`, adds the sentence on steep or oscillatory gradients)."""
     lines = []
     glob = solved[~solved["pointwise"]] if len(solved) else solved
     if len(glob):
@@ -743,6 +763,8 @@ def lessons(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame,
                      + f" The lowest tie-aware agreement is {lowest['tie-aware agreement']:.2f} ({lowest['function']}, "
                      f"D = {lowest['D']}), and tie-aware agreement "
                      f"{'falls steadily' if _decreasing(by_d_tied) else 'does not fall steadily'} with D.")
+    if rough is not None and len(rough):
+        lines.append(_rough_lesson(rough))
     if len(compare):
         tied_pw, tied_gl = compare[("tie-aware agreement", "pointwise")], compare[("tie-aware agreement", "global")]
         strict_pw, strict_gl = compare[("argmax agreement", "pointwise")], compare[("argmax agreement", "global")]
