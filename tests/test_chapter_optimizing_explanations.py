@@ -256,6 +256,35 @@ def test_paper_claims_on_a_solved_grid(tables):
     assert "2 of the 4 cells" in rough.why
 
 
+def test_grids_hold_both_variants_with_the_papers_cells_first():
+    S = {"functions": ["x^3", "sin x"], "dimensions": [1, 2, 4], "radii": [1, 3, 5],
+         "metrics": list(CH.A.ALL_METRICS)}
+    grid = CH.grids(S)["explanations"]
+    assert len(grid) == 2 * 2 * 4 * (3 + 2 + 1)  # variants x functions x metrics x (D=1: 1, 3, 5; D=2: 3, 5; D=4: 5)
+    assert sorted(grid.order) == list(range(len(grid)))
+    first = [grid.configs[k] for k in grid.order]
+    assert [c["dimension"] for c in first[:6]] == [4] * 6 and not first[0]["pointwise"]
+    squared = [k for k, c in enumerate(first) if c["metric"] == "average_sensitivity_squared"]
+    pointwise = [k for k, c in enumerate(first) if c["pointwise"]]
+    assert max(k for k, c in enumerate(first) if c["metric"] in CH.A.METRICS and not c["pointwise"]) < min(squared)
+    assert max(k for k in squared if not first[k]["pointwise"]) < min(pointwise)
+    assert {c["solver"] for c in grid.configs} == {None}
+    assert {c["solver"] for c in CH.grids(S, solver="scs")["explanations"].configs} == {"scs"}
+
+
+def test_a_stored_cell_gives_back_the_same_result():
+    cell = CH.explanation_cell("x^3", 1, radius=1, metric="average_sensitivity")
+    stored = experiments.stored_form(cell)
+    (back,) = CH.from_cells([None, stored])
+    direct = CH.optimize_explanations("x^3", 1, radius=1, metric="average_sensitivity")
+    np.testing.assert_allclose(back.explanations, direct.explanations)
+    summary, expected = back.summary(), direct.summary()
+    assert {k: v for k, v in summary.items() if k != "solve_time_s"} == {
+        k: v for k, v in expected.items() if k != "solve_time_s"}
+    assert list(CH.results_table([back]).columns) == CH.SUMMARY_COLUMNS
+    assert list(CH.results_table([]).columns) == CH.SUMMARY_COLUMNS
+
+
 # --------------------------------------------------------------------------- steep or oscillatory gradients
 
 def test_roughness_matches_closed_forms():
@@ -385,3 +414,17 @@ def test_lessons_compare_the_pointwise_variant_and_admit_unsolved_problems():
     failed = summary([0.8], [0.9], solved=solved_table([1.0, np.nan], ["optimal", "error"]))
     assert "do not all sit on the constraint" in failed and "1 of the 2" in failed
     assert "By the paper's measure" not in failed  # one dimension says nothing about a trend
+
+
+def test_lessons_say_whether_rougher_gradients_agree_less():
+    def sentence(values):
+        rough = CH.roughness_vs_agreement(by_function(values))
+        return CH.lessons(solved_table([1.0]), EMPTY, EMPTY, EMPTY, EMPTY, solvers=["clarabel"], tie_rtol=1e-6,
+                          rough=rough)
+    agrees = sentence(ROUGHEST_LEAST)
+    assert "the rougher the gradient, the lower the agreement" in agrees and "ρ = −1.00" in agrees
+    assert "sin x³'s (0.30)" in agrees
+    assert "do not agree less" in sentence({f: 1 - a for f, a in ROUGHEST_LEAST.items()})
+    assert "too few functions" in sentence({"x^3": 0.4, "sin x": 0.6})
+    assert "Steep or oscillatory" not in CH.lessons(solved_table([1.0]), EMPTY, EMPTY, EMPTY, EMPTY,
+                                                     solvers=["clarabel"], tie_rtol=1e-6)

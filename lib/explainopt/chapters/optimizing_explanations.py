@@ -34,7 +34,7 @@ import plotly.graph_objects as go
 from scipy.stats import spearmanr
 
 from .. import attributions as A
-from .. import reporting
+from .. import experiments, reporting
 from ..plots import PALETTE, heatmap
 from . import paper_table
 
@@ -202,12 +202,10 @@ def grid_table(dimensions: Sequence[int], functions: Sequence[str], radii: Seque
 
 #: smoke: D <= 2 and two functions; book: the paper's grid; paper: + Table 2's squared average sensitivity.
 SCALES = {
-    "smoke": dict(dimensions=[1, 2], functions=["x^3", "sin x^3"], radii=list(RADII), metrics=A.METRICS,
-                  cache=False),
-    "book": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII), metrics=A.METRICS,
-                 cache=True),
+    "smoke": dict(dimensions=[1, 2], functions=["x^3", "sin x^3"], radii=list(RADII), metrics=A.METRICS),
+    "book": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII), metrics=A.METRICS),
     "paper": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII),
-                  metrics=A.ALL_METRICS, cache=True),
+                  metrics=A.ALL_METRICS),
 }
 
 
@@ -258,9 +256,51 @@ def experiment_configs(functions: Sequence[str], dimensions: Sequence[int], radi
             for name in functions for m in metrics]
 
 
+#: The dimensions in the order a budgeted run computes them: D = 4 and 2 decide the agreement claims
+#: (Figure 1), D = 3 completes the trend (Figure 3), D = 1 holds Figure 2 and no agreement.
+DIMENSION_ORDER = (4, 2, 3, 1)
+
+
+def explanation_cell(function: str, dimension: int, *, radius: float, metric: str, pointwise: bool = False,
+                     solver: str | None = None) -> dict:
+    """One cell of the chapter's grid as a results store keeps it (JSON values and NumPy arrays): the fields
+    of :func:`optimize_explanations`'s result, which :func:`from_cells` turns back into results."""
+    return dict(vars(optimize_explanations(function, dimension, radius=radius, metric=metric, pointwise=pointwise,
+                                           solver=solver)))
+
+
+def from_cells(cells: Sequence[dict | None]) -> list[ExplanationResult]:
+    """The results of :func:`explanation_cell` cells, skipping cells not computed (None)."""
+    return [ExplanationResult(**cell) for cell in cells if cell is not None]
+
+
+def grids(S: dict, *, solver: str | None = "auto") -> dict[str, experiments.Grid]:
+    """The chapter's grid at settings `S` (a row of :data:`SCALES`): ``explanations``, every (variant, D, u,
+    function, metric) cell of :func:`experiment_configs` for both constraint variants.
+
+    A budgeted run computes first the paper's own cells (global constraint, the three metrics of Appendix C),
+    D in :data:`DIMENSION_ORDER`, then Table 2's squared reading, then the pointwise variant (beyond the paper).
+    """
+    solver = None if str(solver or "auto").lower() == "auto" else solver
+    configs = experiment_configs(S["functions"], S["dimensions"], S["radii"], metrics=S["metrics"],
+                                 pointwise=(False, True), solver=solver)
+    rank = {d: k for k, d in enumerate(DIMENSION_ORDER)}
+
+    def priority(k: int) -> tuple:
+        c = configs[k]
+        return c["pointwise"], c["metric"] not in A.METRICS, rank.get(c["dimension"], len(rank)), k
+
+    return {"explanations": experiments.Grid(explanation_cell, configs, order=sorted(range(len(configs)), key=priority))}
+
+
+SUMMARY_COLUMNS = ["function", "D", "u", "metric", "pointwise", "N", "status", "solver", "eta", "L_faithful",
+                   "L_faithful / eta", "L_robust", "objective", "solve_time_s"]
+
+
 def results_table(results: Sequence[ExplanationResult]) -> pd.DataFrame:
-    """One row per solved problem (scalars of :meth:`ExplanationResult.summary`)."""
-    return pd.DataFrame([r.summary() for r in results])
+    """One row per solved problem (scalars of :meth:`ExplanationResult.summary`; no rows, same columns, when
+    nothing ran)."""
+    return pd.DataFrame([r.summary() for r in results], columns=SUMMARY_COLUMNS)
 
 
 def select(results: Sequence[ExplanationResult], **criteria) -> list[ExplanationResult]:
@@ -297,6 +337,8 @@ def agreement_table(results: Sequence[ExplanationResult], *, metrics: Sequence[s
     Columns: ``max_sensitivity vs local_stability`` etc., ``all three`` and ``<metric> vs gradient``.
     Configurations missing a metric or a solution are skipped (and logged).
     """
+    columns = (["pointwise", "function", "D", "u"] + [f"{a} vs {b}" for a, b in combinations(metrics, 2)]
+               + ["all three" if len(metrics) == 3 else "all"] + [f"{m} vs gradient" for m in metrics])
     groups: dict[tuple, dict[str, ExplanationResult]] = {}
     for r in results:
         if r.metric in metrics:
@@ -315,7 +357,7 @@ def agreement_table(results: Sequence[ExplanationResult], *, metrics: Sequence[s
         for m in metrics:
             row[f"{m} vs gradient"] = A.agreement_rate(E[m], G, rtol=rtol)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _multi_dimensional(table: pd.DataFrame, *, pointwise: bool | None = False) -> pd.DataFrame:
@@ -515,7 +557,7 @@ def profiles(results: Sequence[ExplanationResult], *, metrics: Sequence[str] = A
 # =========================================================================== the trade-off as η moves
 
 #: Faithfulness budgets η / L_faithful^max of the sweep (the paper fixes 0.2).
-ETA_FRACTIONS = (0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.9)
+ETA_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 
 
 def eta_sweep(function: str = "x^3", *, dimension: int = 1, radius: float = 1.0,
