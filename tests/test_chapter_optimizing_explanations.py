@@ -251,6 +251,129 @@ def test_paper_claims_on_a_solved_grid(tables):
     claims = CH.paper_claims(tables["solved"], tables["strict"], tables["tied"], tables["ties"], tables["profile"])
     assert [c.verdict for c in claims][0] == R.REPRODUCED
     assert [c.verdict for c in claims][2:4] == [R.NOT_RUN, R.NOT_RUN]  # no D = 4, fewer than three D >= 2
+    rough = claims[4]
+    assert "steep or oscillatory" in rough.claim and rough.verdict == R.NOT_RUN  # two functions only
+    assert "2 of the 4 cells" in rough.why
+
+
+def test_grids_hold_both_variants_with_the_papers_cells_first():
+    S = {"functions": ["x^3", "sin x"], "dimensions": [1, 2, 4], "radii": [1, 3, 5],
+         "metrics": list(CH.A.ALL_METRICS)}
+    grid = CH.grids(S)["explanations"]
+    assert len(grid) == 2 * 2 * 4 * (3 + 2 + 1)  # variants x functions x metrics x (D=1: 1, 3, 5; D=2: 3, 5; D=4: 5)
+    assert sorted(grid.order) == list(range(len(grid)))
+    first = [grid.configs[k] for k in grid.order]
+    assert [c["dimension"] for c in first[:6]] == [4] * 6 and not first[0]["pointwise"]
+    squared = [k for k, c in enumerate(first) if c["metric"] == "average_sensitivity_squared"]
+    pointwise = [k for k, c in enumerate(first) if c["pointwise"]]
+    assert max(k for k, c in enumerate(first) if c["metric"] in CH.A.METRICS and not c["pointwise"]) < min(squared)
+    assert max(k for k in squared if not first[k]["pointwise"]) < min(pointwise)
+    assert {c["solver"] for c in grid.configs} == {None}
+    assert {c["solver"] for c in CH.grids(S, solver="scs")["explanations"].configs} == {"scs"}
+
+
+def test_a_stored_cell_gives_back_the_same_result():
+    cell = CH.explanation_cell("x^3", 1, radius=1, metric="average_sensitivity")
+    stored = experiments.stored_form(cell)
+    (back,) = CH.from_cells([None, stored])
+    direct = CH.optimize_explanations("x^3", 1, radius=1, metric="average_sensitivity")
+    np.testing.assert_allclose(back.explanations, direct.explanations)
+    summary, expected = back.summary(), direct.summary()
+    assert {k: v for k, v in summary.items() if k != "solve_time_s"} == {
+        k: v for k, v in expected.items() if k != "solve_time_s"}
+    assert list(CH.results_table([back]).columns) == CH.SUMMARY_COLUMNS
+    assert list(CH.results_table([]).columns) == CH.SUMMARY_COLUMNS
+
+
+# --------------------------------------------------------------------------- steep or oscillatory gradients
+
+def test_roughness_matches_closed_forms():
+    square = CH.roughness("x^2")
+    assert square["mean |∇f|"] == pytest.approx(5.0, rel=1e-3)                 # mean of |2x| on [-5, 5]
+    assert square["total variation of ∇f"] == pytest.approx(20.0)              # 2x rises from -10 to 10
+    assert (square["gradient extrema"], square["gradient sign changes"]) == (0, 1)
+    assert CH.roughness("x^3")["total variation of ∇f"] == pytest.approx(2 * 1.05 * 25)
+    sine = CH.roughness("sin x")                                                  # cos on [-5, 5]
+    assert sine["total variation of ∇f"] == pytest.approx(4 + 2 * (1 + np.cos(5)), rel=1e-6)
+    assert (sine["gradient extrema"], sine["gradient sign changes"]) == (3, 4)  # -π, 0, π; ±π/2, ±3π/2
+    with pytest.raises(ValueError, match="n_points"):
+        CH.roughness("x^2", n_points=2)
+
+
+def test_the_papers_steep_and_oscillatory_functions_are_the_roughest():
+    table = CH.roughness_table()
+    order = list(table.sort_values(CH.ROUGHNESS_MEASURE, ascending=False).index)
+    assert order[:2] == ["sin x^3", "x^3"]
+    assert table["gradient extrema"].idxmax() == "sin x^3" and table["mean |∇f|"].idxmax() == "x^3"
+
+
+def by_function(values: dict, dims=(2, 4)) -> pd.DataFrame:
+    """An agreement table with the same all-three agreement at every D in `dims` for each function."""
+    return agreement({(d, f, 5): a for f, a in values.items() for d in dims})
+
+
+ROUGHEST_LEAST = {"sin x^3": 0.3, "x^3": 0.4, "sin x + e^x - x^2": 0.5, "x^2": 0.6, "sin x": 0.7}
+
+
+def test_roughness_vs_agreement_ranks_both_and_correlates():
+    table = CH.roughness_vs_agreement(by_function(ROUGHEST_LEAST), by_function({f: 1.0 for f in ROUGHEST_LEAST}))
+    assert list(table.index) == list(ROUGHEST_LEAST)                             # roughest first
+    assert list(table["roughness rank"]) == [1, 2, 3, 4, 5] == list(table["agreement rank"])
+    assert CH.rank_correlation(table) == pytest.approx(-1.0)
+    assert np.isnan(CH.rank_correlation(table, "tie-aware agreement"))           # constant column
+    assert np.isnan(CH.rank_correlation(table.iloc[:2]))
+    assert CH.roughness_vs_agreement(by_function(ROUGHEST_LEAST, dims=(1,))).empty
+    per_d = CH.rank_correlation_by_dimension(by_function(ROUGHEST_LEAST))
+    assert list(per_d.index) == [2, 4, "all"] and (per_d["functions"] == 5).all()
+    assert per_d["ρ (argmax)"].to_numpy() == pytest.approx([-1, -1, -1])
+    assert CH.rank_correlation_by_dimension(EMPTY).empty
+
+
+def test_claim_rough_functions_disagree():
+    def claim(values, **kw):
+        return CH.claim_rough_functions_disagree(CH.roughness_vs_agreement(by_function(values)), **kw)
+    reproduced = claim(ROUGHEST_LEAST)
+    assert reproduced.verdict == R.REPRODUCED and "ρ = −1.00 over 5 functions" in reproduced.ours
+    weak = dict(ROUGHEST_LEAST, **{"sin x^3": 0.6, "x^2": 0.3})                 # ρ = -0.1
+    assert verdict(claim(weak)) == R.PARTLY and "ρ = −0.10" in claim(weak).ours
+    assert verdict(claim({f: 1 - a for f, a in ROUGHEST_LEAST.items()})) == R.DIFFERS
+    few = claim({"x^3": 0.4, "sin x^3": 0.3, "x^2": 0.6})
+    assert few.verdict == R.NOT_RUN and "3 of the 4 cells" in few.why
+    assert verdict(CH.claim_rough_functions_disagree(EMPTY)) == R.NOT_RUN
+    per_d = CH.rank_correlation_by_dimension(by_function(ROUGHEST_LEAST))
+    assert "D = 4: −1.00" in claim(ROUGHEST_LEAST, by_dimension=per_d).why
+
+
+# --------------------------------------------------------------------------- the trade-off as η moves
+
+@pytest.fixture(scope="module")
+def sweep():
+    return CH.eta_sweep("x^3", fractions=(0.5, 0.2))
+
+
+def test_eta_sweep_traces_a_monotone_tradeoff_on_the_constraint(sweep):
+    table = CH.tradeoff_table(sweep)
+    assert len(table) == 2 * 3 and list(table["η / L_faithful^max"].unique()) == pytest.approx([0.2, 0.5])
+    assert table["L_faithful / η"].to_numpy() == pytest.approx(1, rel=1e-5)
+    for _, rows in table.groupby("metric"):
+        assert rows["L_robust"].iloc[1] < rows["L_robust"].iloc[0]           # a larger budget, a smaller loss
+        assert rows["L_robust / L_robust(smallest η)"].iloc[0] == pytest.approx(1)
+    assert CH.tradeoff_table([]).empty
+    with pytest.raises(ValueError, match="fractions"):
+        CH.eta_sweep("x^3", fractions=())
+
+
+def test_eta_slider_steps_change_the_plotted_explanations(sweep):
+    fig = CH.plot_eta_slider(sweep)
+    steps = fig.layout.sliders[0].steps
+    assert [s.label for s in steps] == ["0.2", "0.5"] and fig.layout.sliders[0].active == 0
+    assert all(s.method == "update" and list(s.args[2]) == [1, 2, 3] for s in steps)
+    first, second = (np.asarray(s.args[0]["y"][0]) for s in steps)
+    assert not np.allclose(first, second)
+    assert np.allclose(fig.data[1].y, first) and np.allclose(fig.data[0].y, sweep[0].gradients[:, 0])
+    assert steps[0].args[1]["title.text"] != steps[1].args[1]["title.text"]
+    with pytest.raises(ValueError, match="D = 1"):
+        CH.plot_eta_slider(CH.eta_sweep("x^3", dimension=2, radius=3, fractions=(0.2,), metrics=["max_sensitivity"]))
 
 
 # --------------------------------------------------------------------------- the closing summary
@@ -291,3 +414,17 @@ def test_lessons_compare_the_pointwise_variant_and_admit_unsolved_problems():
     failed = summary([0.8], [0.9], solved=solved_table([1.0, np.nan], ["optimal", "error"]))
     assert "do not all sit on the constraint" in failed and "1 of the 2" in failed
     assert "By the paper's measure" not in failed  # one dimension says nothing about a trend
+
+
+def test_lessons_say_whether_rougher_gradients_agree_less():
+    def sentence(values):
+        rough = CH.roughness_vs_agreement(by_function(values))
+        return CH.lessons(solved_table([1.0]), EMPTY, EMPTY, EMPTY, EMPTY, solvers=["clarabel"], tie_rtol=1e-6,
+                          rough=rough)
+    agrees = sentence(ROUGHEST_LEAST)
+    assert "the rougher the gradient, the lower the agreement" in agrees and "ρ = −1.00" in agrees
+    assert "sin x³'s (0.30)" in agrees
+    assert "do not agree less" in sentence({f: 1 - a for f, a in ROUGHEST_LEAST.items()})
+    assert "too few functions" in sentence({"x^3": 0.4, "sin x": 0.6})
+    assert "Steep or oscillatory" not in CH.lessons(solved_table([1.0]), EMPTY, EMPTY, EMPTY, EMPTY,
+                                                     solvers=["clarabel"], tie_rtol=1e-6)

@@ -11,6 +11,10 @@ module holds what only the paper's experiment needs:
   ``η = 0.2 · L_faithful^max``), which :func:`explainopt.experiments.run_grid` runs and caches;
 - the chapter's tables: agreement rates per cell (Figures 1 and 3), how much of the disagreement ties in
   ∇f explain, the pointwise variant against the global one, the Figure 2 profile of a solution;
+- the faithfulness–robustness trade-off as η moves (:func:`eta_sweep`, :func:`tradeoff_table` and the
+  interactive :func:`plot_eta_slider`, beyond the paper);
+- how steep or oscillatory each function's gradient is (:func:`roughness`) against its agreement rate
+  (:func:`roughness_vs_agreement`), the check behind Section 4's "steep or oscillatory gradients";
 - the checks behind each claim of the paper (:func:`paper_claims`, one function per claim; the paper's
   statements are transcribed in ``data/optimizing_explanations_claims.csv`` and
   ``data/optimizing_explanations_figure2.csv``), the closing summary (:func:`lessons`) and the figures.
@@ -26,9 +30,11 @@ from itertools import combinations
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+from scipy.stats import spearmanr
 
 from .. import attributions as A
-from .. import reporting
+from .. import experiments, reporting
 from ..plots import PALETTE, heatmap
 from . import paper_table
 
@@ -89,6 +95,45 @@ def get_function(name: str) -> ToyFunction:
 def function_table(functions: Sequence[str] = tuple(FUNCTIONS)) -> pd.DataFrame:
     """Table 1 for the functions that run."""
     return pd.DataFrame([{"name": f.name, "f(x)": f.formula} for f in FUNCTIONS.values() if f.name in functions])
+
+
+#: Points of the fine 1-D grid on which :func:`roughness` measures a function's derivative.
+ROUGHNESS_POINTS = 20001
+
+
+def roughness(function: str, *, n_points: int = ROUGHNESS_POINTS, domain: tuple[float, float] = DOMAIN) -> dict:
+    """How steep and how oscillatory the gradient of a Table 1 function is over the sampling domain.
+
+    Every Table 1 function is ``Σ_d φ(x_d)`` with the same φ in each coordinate, so ``∂f/∂x_d = φ'(x_d)``
+    and one axis says it all. On `n_points` equidistant points of `domain` (default [-5, 5]):
+
+    - ``mean |∇f|``: the mean of ``|φ'(x)|`` (steepness);
+    - ``total variation of ∇f``: ``Σ_k |φ'(x_{k+1}) − φ'(x_k)|`` ≈ ``∫ |φ''(x)| dx``, which grows both with
+      steepness (a monotone φ' contributes its range) and with oscillation (every swing counts again);
+      this is the measure the chapter ranks the functions by;
+    - ``gradient extrema``: the number of sign changes of ``φ''`` (local extrema of φ', the oscillations);
+    - ``gradient sign changes``: the number of sign changes of φ' itself.
+    """
+    f = get_function(function)
+    if n_points < 3:
+        raise ValueError(f"n_points must be at least 3; got {n_points!r}")
+    x = np.linspace(domain[0], domain[1], int(n_points))
+    slope = f.dphi(x)
+    change = np.diff(slope)
+    return {"function": f.name, "mean |∇f|": float(np.abs(slope).mean()),
+            "total variation of ∇f": float(np.abs(change).sum()),
+            "gradient extrema": _sign_changes(change), "gradient sign changes": _sign_changes(slope)}
+
+
+def _sign_changes(values: np.ndarray) -> int:
+    """Sign changes along `values`, skipping exact zeros."""
+    signs = np.sign(values[values != 0])
+    return int(np.count_nonzero(signs[1:] != signs[:-1]))
+
+
+def roughness_table(functions: Sequence[str] = tuple(FUNCTIONS)) -> pd.DataFrame:
+    """:func:`roughness` of each function, one row each, indexed by function."""
+    return pd.DataFrame([roughness(f) for f in functions]).set_index("function")
 
 
 def pretty(name: str) -> str:
@@ -157,12 +202,10 @@ def grid_table(dimensions: Sequence[int], functions: Sequence[str], radii: Seque
 
 #: smoke: D <= 2 and two functions; book: the paper's grid; paper: + Table 2's squared average sensitivity.
 SCALES = {
-    "smoke": dict(dimensions=[1, 2], functions=["x^3", "sin x^3"], radii=list(RADII), metrics=A.METRICS,
-                  cache=False),
-    "book": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII), metrics=A.METRICS,
-                 cache=True),
+    "smoke": dict(dimensions=[1, 2], functions=["x^3", "sin x^3"], radii=list(RADII), metrics=A.METRICS),
+    "book": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII), metrics=A.METRICS),
     "paper": dict(dimensions=sorted(GRID_SIZES), functions=list(FUNCTIONS), radii=list(RADII),
-                  metrics=A.ALL_METRICS, cache=True),
+                  metrics=A.ALL_METRICS),
 }
 
 
@@ -213,9 +256,51 @@ def experiment_configs(functions: Sequence[str], dimensions: Sequence[int], radi
             for name in functions for m in metrics]
 
 
+#: The dimensions in the order a budgeted run computes them: D = 4 and 2 decide the agreement claims
+#: (Figure 1), D = 3 completes the trend (Figure 3), D = 1 holds Figure 2 and no agreement.
+DIMENSION_ORDER = (4, 2, 3, 1)
+
+
+def explanation_cell(function: str, dimension: int, *, radius: float, metric: str, pointwise: bool = False,
+                     solver: str | None = None) -> dict:
+    """One cell of the chapter's grid as a results store keeps it (JSON values and NumPy arrays): the fields
+    of :func:`optimize_explanations`'s result, which :func:`from_cells` turns back into results."""
+    return dict(vars(optimize_explanations(function, dimension, radius=radius, metric=metric, pointwise=pointwise,
+                                           solver=solver)))
+
+
+def from_cells(cells: Sequence[dict | None]) -> list[ExplanationResult]:
+    """The results of :func:`explanation_cell` cells, skipping cells not computed (None)."""
+    return [ExplanationResult(**cell) for cell in cells if cell is not None]
+
+
+def grids(S: dict, *, solver: str | None = "auto") -> dict[str, experiments.Grid]:
+    """The chapter's grid at settings `S` (a row of :data:`SCALES`): ``explanations``, every (variant, D, u,
+    function, metric) cell of :func:`experiment_configs` for both constraint variants.
+
+    A budgeted run computes first the paper's own cells (global constraint, the three metrics of Appendix C),
+    D in :data:`DIMENSION_ORDER`, then Table 2's squared reading, then the pointwise variant (beyond the paper).
+    """
+    solver = None if str(solver or "auto").lower() == "auto" else solver
+    configs = experiment_configs(S["functions"], S["dimensions"], S["radii"], metrics=S["metrics"],
+                                 pointwise=(False, True), solver=solver)
+    rank = {d: k for k, d in enumerate(DIMENSION_ORDER)}
+
+    def priority(k: int) -> tuple:
+        c = configs[k]
+        return c["pointwise"], c["metric"] not in A.METRICS, rank.get(c["dimension"], len(rank)), k
+
+    return {"explanations": experiments.Grid(explanation_cell, configs, order=sorted(range(len(configs)), key=priority))}
+
+
+SUMMARY_COLUMNS = ["function", "D", "u", "metric", "pointwise", "N", "status", "solver", "eta", "L_faithful",
+                   "L_faithful / eta", "L_robust", "objective", "solve_time_s"]
+
+
 def results_table(results: Sequence[ExplanationResult]) -> pd.DataFrame:
-    """One row per solved problem (scalars of :meth:`ExplanationResult.summary`)."""
-    return pd.DataFrame([r.summary() for r in results])
+    """One row per solved problem (scalars of :meth:`ExplanationResult.summary`; no rows, same columns, when
+    nothing ran)."""
+    return pd.DataFrame([r.summary() for r in results], columns=SUMMARY_COLUMNS)
 
 
 def select(results: Sequence[ExplanationResult], **criteria) -> list[ExplanationResult]:
@@ -252,6 +337,8 @@ def agreement_table(results: Sequence[ExplanationResult], *, metrics: Sequence[s
     Columns: ``max_sensitivity vs local_stability`` etc., ``all three`` and ``<metric> vs gradient``.
     Configurations missing a metric or a solution are skipped (and logged).
     """
+    columns = (["pointwise", "function", "D", "u"] + [f"{a} vs {b}" for a, b in combinations(metrics, 2)]
+               + ["all three" if len(metrics) == 3 else "all"] + [f"{m} vs gradient" for m in metrics])
     groups: dict[tuple, dict[str, ExplanationResult]] = {}
     for r in results:
         if r.metric in metrics:
@@ -270,7 +357,7 @@ def agreement_table(results: Sequence[ExplanationResult], *, metrics: Sequence[s
         for m in metrics:
             row[f"{m} vs gradient"] = A.agreement_rate(E[m], G, rtol=rtol)
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _multi_dimensional(table: pd.DataFrame, *, pointwise: bool | None = False) -> pd.DataFrame:
@@ -292,6 +379,65 @@ def agreement_by_dimension(table: pd.DataFrame, *, pointwise: bool = False,
     if not len(rows):
         return pd.Series(dtype=float)
     return rows.groupby("D")["all three"].mean()
+
+
+def agreement_by_function(table: pd.DataFrame, *, pointwise: bool = False, dimension: int | None = None) -> pd.Series:
+    """Mean all-three agreement per function over every D >= 2 (or only `dimension`) and u of one variant
+    (empty without data)."""
+    rows = _multi_dimensional(table, pointwise=pointwise)
+    if dimension is not None and len(rows):
+        rows = rows[rows["D"] == dimension]
+    if not len(rows):
+        return pd.Series(dtype=float)
+    return rows.groupby("function", sort=False)["all three"].mean()
+
+
+#: The roughness measure the functions are ranked by (a column of :func:`roughness`).
+ROUGHNESS_MEASURE = "total variation of ∇f"
+
+
+def roughness_vs_agreement(strict: pd.DataFrame, tie_aware: pd.DataFrame | None = None, *,
+                           measure: str = ROUGHNESS_MEASURE, dimension: int | None = None) -> pd.DataFrame:
+    """Per function that ran at some D >= 2 (or at `dimension`; global constraint): its :func:`roughness`,
+    its mean all-three agreement (strict argmax, and tie-aware when given) and the ranks of both
+    (1 = roughest, 1 = least agreement), sorted from the roughest function down. Empty without such rows."""
+    agreement = agreement_by_function(strict, dimension=dimension)
+    if not len(agreement):
+        return pd.DataFrame()
+    table = roughness_table(list(agreement.index))
+    table["agreement"] = agreement
+    if tie_aware is not None:
+        table["tie-aware agreement"] = agreement_by_function(tie_aware, dimension=dimension).reindex(table.index)
+    table["roughness rank"] = table[measure].rank(ascending=False).astype(int)
+    table["agreement rank"] = table["agreement"].rank(ascending=True, method="min").astype(int)
+    return table.sort_values(measure, ascending=False)
+
+
+def rank_correlation(table: pd.DataFrame, column: str = "agreement", *, measure: str = ROUGHNESS_MEASURE) -> float:
+    """Spearman's rank correlation between `measure` and `column` of :func:`roughness_vs_agreement`
+    (negative: the rougher the gradient, the lower the agreement); NaN with fewer than three functions
+    or a constant column."""
+    if len(table) < 3 or table[column].nunique() < 2:
+        return float("nan")
+    return float(spearmanr(table[measure], table[column]).statistic)
+
+
+def rank_correlation_by_dimension(strict: pd.DataFrame, tie_aware: pd.DataFrame | None = None, *,
+                                  measure: str = ROUGHNESS_MEASURE) -> pd.DataFrame:
+    """Spearman's ρ between `measure` and the agreement of the functions, per D >= 2 and over all of them
+    (row "all"), strict argmax and (when given) tie-aware; with the number of functions behind each ρ."""
+    rows = _multi_dimensional(strict)
+    dims = sorted(int(d) for d in rows["D"].unique()) if len(rows) else []
+    out = []
+    for d in [*dims, None]:
+        table = roughness_vs_agreement(strict, tie_aware, measure=measure, dimension=d)
+        row = {"D": "all" if d is None else d, "functions": len(table),
+               "ρ (argmax)": rank_correlation(table, measure=measure) if len(table) else float("nan")}
+        if tie_aware is not None:
+            row["ρ (tie-aware)"] = (rank_correlation(table, "tie-aware agreement", measure=measure)
+                                    if len(table) else float("nan"))
+        out.append(row)
+    return pd.DataFrame(out).set_index("D") if dims else pd.DataFrame()
 
 
 def pairwise_agreement(strict: pd.DataFrame) -> pd.DataFrame:
@@ -408,6 +554,36 @@ def profiles(results: Sequence[ExplanationResult], *, metrics: Sequence[str] = A
     return pd.DataFrame([local_profile(r) for r in results if r.metric in metrics and r.has_solution])
 
 
+# =========================================================================== the trade-off as η moves
+
+#: Faithfulness budgets η / L_faithful^max of the sweep (the paper fixes 0.2).
+ETA_FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def eta_sweep(function: str = "x^3", *, dimension: int = 1, radius: float = 1.0,
+              fractions: Sequence[float] = ETA_FRACTIONS, metrics: Sequence[str] = A.METRICS,
+              solver: str | None = None) -> list[ExplanationResult]:
+    """:func:`optimize_explanations` for each budget ``η = fraction · L_faithful^max`` in `fractions` and
+    each metric (global constraint; default: Figure 2's setting, x³ with D = 1 and u = 1). Beyond the
+    paper, which fixes the fraction at 0.2: how the optimal explanations move along the trade-off."""
+    if not len(fractions):
+        raise ValueError("fractions must name at least one budget η / L_faithful^max in (0, 1)")
+    return [optimize_explanations(function, dimension, radius=radius, metric=m, eta_fraction=float(q), solver=solver)
+            for q in sorted(fractions) for m in metrics]
+
+
+def tradeoff_table(sweep: Sequence[ExplanationResult]) -> pd.DataFrame:
+    """One row per solved problem of :func:`eta_sweep`: the budget η / L_faithful^max, the metric,
+    L_faithful / η, the robustness loss and that loss relative to the same metric's at the smallest budget."""
+    rows = [{"η / L_faithful^max": r.eta / r.faithful_max, "metric": r.metric, "status": r.status,
+             "L_faithful / η": r.faithfulness_ratio, "L_robust": r.robustness} for r in sweep]
+    table = pd.DataFrame(rows)
+    if not len(table):
+        return table
+    first = table.groupby("metric")["L_robust"].transform("first")
+    return table.assign(**{"L_robust / L_robust(smallest η)": table["L_robust"] / first})
+
+
 # =========================================================================== paper vs. this book
 
 PAPER = paper_table("optimizing_explanations_claims").set_index("claim")
@@ -418,6 +594,9 @@ LOW_AGREEMENT_FUNCTIONS = ("x^3", "sin x^3")
 #: Figure 2's reading: "faithful in some regions" = at least this share of points follows ∇f, "flat
 #: elsewhere" = at least this share equals a neighbour; "partly" below this fraction of the paper's share.
 FAITHFUL_MIN, FLAT_MIN, FAITHFUL_PARTLY = 0.1, 0.3, 0.9
+#: "Disagreement concentrates on steep or oscillatory functions": Spearman ρ (roughness vs agreement) at most
+#: this is *reproduced*, between it and 0 *partly*; checked only with at least ROUGH_MIN_FUNCTIONS functions.
+ROUGH_RHO, ROUGH_MIN_FUNCTIONS = -0.5, 4
 
 
 def _decreasing(values: pd.Series) -> bool:
@@ -517,12 +696,51 @@ def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> re
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
 
+def _minus(value: float) -> str:
+    """A number with two decimals and a typographic minus ("n/a" when NaN)."""
+    return "n/a" if np.isnan(value) else f"{value:.2f}".replace("-", "−")
+
+
+def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFrame | None = None) -> reporting.Claim:
+    """Section 4: divergence is "particularly true ... for functions with steep or oscillatory gradients".
+
+    Checked on :func:`roughness_vs_agreement`: Spearman's ρ between the total variation of ∇f and the mean
+    all-three agreement (strict argmax, global constraint, every D >= 2 and u). Reproduced when
+    ``ρ ≤ ROUGH_RHO``, partly when ``ROUGH_RHO < ρ < 0``, differs otherwise; *not run* with fewer than
+    ROUGH_MIN_FUNCTIONS functions. `by_dimension` (:func:`rank_correlation_by_dimension`), when given, adds
+    the ρ of each D to the reason.
+    """
+    text = ("Disagreement concentrates on functions with steep or oscillatory gradients (Spearman ρ between the "
+            f"total variation of ∇f and all-three agreement ≤ {_minus(ROUGH_RHO)})")
+    paper = PAPER.loc["rough_functions", "paper"]
+    if not len(table):
+        return reporting.claim(text, paper=paper, ours="n/a", holds=None, evidence=0, minimum=ROUGH_MIN_FUNCTIONS)
+    rho = rank_correlation(table)
+    order = ", ".join(f"{pretty(f)} {a:.2f}" for f, a in table["agreement"].items())
+    ours = f"ρ = {_minus(rho)} over {len(table)} functions (agreement, roughest first: {order})"
+    if len(table) < ROUGH_MIN_FUNCTIONS:
+        why = f"a cell is a function that ran at D ≥ 2; a rank correlation over fewer than {ROUGH_MIN_FUNCTIONS} says little"
+    else:
+        parts = []
+        if "tie-aware agreement" in table:
+            parts.append(f"tie-aware agreement gives ρ = {_minus(rank_correlation(table, 'tie-aware agreement'))}")
+        if by_dimension is not None and len(by_dimension):
+            per_d = by_dimension.drop(index="all", errors="ignore")
+            parts.append("per D (argmax): " + ", ".join(f"D = {d}: {_minus(r)}" for d, r in per_d["ρ (argmax)"].items()))
+        why = "; ".join(parts)
+    holds = None if np.isnan(rho) else bool(rho < 0)
+    return reporting.claim(text, paper=paper, ours=ours, holds=holds, partly=bool(holds and rho > ROUGH_RHO),
+                           why=why, evidence=len(table), minimum=ROUGH_MIN_FUNCTIONS)
+
+
 def paper_claims(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
                  profile: pd.DataFrame) -> list[reporting.Claim]:
     """The chapter's claims, each checked on this run's tables (results, agreement by strict argmax and
     tie-aware, :func:`tie_report`, Figure 2's :func:`profiles`)."""
     return [claim_on_constraint(solved), claim_high_agreement_in_2d(strict), claim_low_agreement_in_4d(strict),
-            claim_agreement_decreases(strict), claim_figure2(profile), claim_tie_aware_decreases(tie_aware, ties)]
+            claim_agreement_decreases(strict), claim_rough_functions_disagree(roughness_vs_agreement(strict, tie_aware),
+                                           rank_correlation_by_dimension(strict, tie_aware)),
+            claim_figure2(profile), claim_tie_aware_decreases(tie_aware, ties)]
 
 
 def _relation(ours: pd.Series, other: pd.Series) -> str:
@@ -534,9 +752,29 @@ def _relation(ours: pd.Series, other: pd.Series) -> str:
     return "above the global constraint's at some D only"
 
 
+def _rough_lesson(rough: pd.DataFrame) -> str:
+    """The summary's sentence on steep or oscillatory gradients (:func:`roughness_vs_agreement`)."""
+    rho = rank_correlation(rough)
+    order = ", ".join(pretty(f) for f in rough.index)
+    least = rough["agreement"].idxmin()
+    if np.isnan(rho):
+        direction = "too few functions ran to rank them"
+    elif rho <= ROUGH_RHO:
+        direction = "the rougher the gradient, the lower the agreement, as the paper says"
+    elif rho < 0:
+        direction = "rougher gradients agree somewhat less, weakly"
+    else:
+        direction = "rougher gradients do not agree less: the paper's reading does not survive a ranking"
+    return (f"- **Steep or oscillatory gradients.** By the total variation of ∇f the functions rank {order} "
+            f"(roughest first); their mean all-three agreement over D ≥ 2 gives Spearman ρ = {_minus(rho)}: "
+            f"{direction}. The least agreement is {pretty(least)}'s ({rough['agreement'].min():.2f}).")
+
+
 def lessons(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
-            compare: pd.DataFrame, *, solvers: Sequence[str], tie_rtol: float) -> str:
-    """The "what we learned" summary as Markdown, every number and direction read from this run."""
+            compare: pd.DataFrame, *, solvers: Sequence[str], tie_rtol: float,
+            rough: pd.DataFrame | None = None) -> str:
+    """The "what we learned" summary as Markdown, every number and direction read from this run
+    (`rough`: :func:`roughness_vs_agreement`, adds the sentence on steep or oscillatory gradients)."""
     lines = []
     glob = solved[~solved["pointwise"]] if len(solved) else solved
     if len(glob):
@@ -567,6 +805,8 @@ def lessons(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame,
                      + f" The lowest tie-aware agreement is {lowest['tie-aware agreement']:.2f} ({lowest['function']}, "
                      f"D = {lowest['D']}), and tie-aware agreement "
                      f"{'falls steadily' if _decreasing(by_d_tied) else 'does not fall steadily'} with D.")
+    if rough is not None and len(rough):
+        lines.append(_rough_lesson(rough))
     if len(compare):
         tied_pw, tied_gl = compare[("tie-aware agreement", "pointwise")], compare[("tie-aware agreement", "global")]
         strict_pw, strict_gl = compare[("argmax agreement", "pointwise")], compare[("argmax agreement", "global")]
@@ -650,4 +890,44 @@ def plot_figure2(results: Sequence[ExplanationResult], *, metrics: Sequence[str]
     for ax, pointwise in zip(axes[0], variants):
         plot_explanations_1d([r for r in results if r.pointwise == pointwise], ax=ax)
         ax.set_title("pointwise constraint" if pointwise else "global constraint (cf. Figure 2)")
+    return fig
+
+
+def plot_eta_slider(sweep: Sequence[ExplanationResult]) -> go.Figure:
+    """An interactive figure (plotly) of a D = 1 :func:`eta_sweep`: ∇f (black) and each metric's optimal
+    explanation against x, with a slider over the budget η / L_faithful^max; each step restyles the
+    explanation traces and states every metric's L_robust and L_faithful / η in the title."""
+    solved = [r for r in sweep if r.has_solution]
+    if not solved or any(r.dimension != 1 for r in solved):
+        raise ValueError("plot_eta_slider needs solved D = 1 results of eta_sweep")
+    metrics = list(dict.fromkeys(r.metric for r in solved))
+    fractions = sorted({round(r.eta / r.faithful_max, 6) for r in solved})
+    by_key = {(round(r.eta / r.faithful_max, 6), r.metric): r for r in solved}
+    x = solved[0].X[:, 0]
+    fig = go.Figure(go.Scatter(x=x, y=solved[0].gradients[:, 0], mode="lines", name="∇f (gradient)",
+                               line=dict(color="black", width=3)))
+    start = min(range(len(fractions)), key=lambda k: abs(fractions[k] - ETA_FRACTION))
+
+    def curve(q, m):
+        r = by_key.get((q, m))
+        return (r.explanations[:, 0] if r is not None else np.full(len(x), np.nan)).tolist()
+
+    def title(q):
+        parts = [f"{METRIC_LABELS[m]} {by_key[(q, m)].robustness:.3g}" for m in metrics if (q, m) in by_key]
+        ratio = max(abs(by_key[(q, m)].faithfulness_ratio - 1) for m in metrics if (q, m) in by_key)
+        return (f"η = {q:g} · L_faithful^max: L_robust " + ", ".join(parts)
+                + f" (max |L_faithful/η − 1| = {ratio:.0e})")
+
+    for colour, m in zip(PALETTE, metrics):
+        fig.add_trace(go.Scatter(x=x, y=curve(fractions[start], m), mode="lines+markers", name=METRIC_LABELS[m],
+                                 marker=dict(size=4), line=dict(color=colour, width=1.5)))
+    traces = list(range(1, len(metrics) + 1))
+    steps = [dict(method="update", label=f"{q:g}",
+                  args=[{"y": [curve(q, m) for m in metrics]}, {"title.text": title(q)}, traces])
+             for q in fractions]
+    r0 = solved[0]
+    fig.update_layout(title=dict(text=title(fractions[start]), font=dict(size=13)), height=460,
+                      template="plotly_white", xaxis_title="x", yaxis_title=f"explanation E(x) ({pretty(r0.function)}, u = {r0.radius:g})",
+                      sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix="η / L_faithful^max: "),
+                                    pad=dict(t=50))])
     return fig
