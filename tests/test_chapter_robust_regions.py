@@ -119,6 +119,37 @@ def test_single_leaf_cells_run_for_the_trees_of_the_grid_and_are_certified(tmp_p
     assert (both.heuristic_distance >= both.exact_distance - CH.DISTANCE_TOLERANCE).all()
 
 
+@pytest.mark.parametrize("scale", ["smoke", "book", "paper"])
+def test_grids_hold_every_cell_of_the_scale_in_factual_major_order(scale):
+    S = CH.SCALES[scale]
+    G = CH.grids(S, seed=0)
+    assert set(G) == {"regions", "single_leaf", "table3", "figure7", "accuracies"}
+    regions = G["regions"]
+    per_factual = len(S["norms"]) * len(S["rhos"]) * len(S["models"]) * len(S["datasets"])
+    assert len(regions) == per_factual * S["instances"] and sorted(regions.order) == list(range(len(regions)))
+    first = [regions.configs[k] for k in regions.order[:per_factual]]
+    assert all(c["index"] == CH.factual_indices(c["dataset"], 1)[0] for c in first)
+    assert all(c["solver"] is None and c["random_state"] == 0 for c in regions.configs)
+    assert {c["model"] for c in G["single_leaf"].configs} == set(CH.tree_models(S["models"]))
+    assert len(G["single_leaf"]) == per_factual * S["instances"] * len(CH.tree_models(S["models"])) // len(S["models"])
+    assert {c["index"] for c in G["figure7"].configs} == {CH.factual_indices("diabetes", 1)[0]}
+    assert [c["model"] for c in G["figure7"].configs] == S["figure7"]
+    t3 = S["table3"]
+    assert len(G["table3"]) == len(t3["pairs"]) * len(t3["rhos"]) * t3["instances"]
+    assert len(G["accuracies"]) == len(S["datasets"]) * len(S["models"])
+    if scale == "paper":
+        assert len(regions) == 2 * 2 * 18 * 3 * 20
+
+
+def test_grids_name_the_solver_asked_for_and_draw_the_factuals_with_the_seed():
+    S = CH.SCALES["smoke"]
+    G = CH.grids(S, seed=3, solver="scip")
+    assert {c["solver"] for c in G["regions"].configs} == {"scip"}
+    assert {c["index"] for c in G["regions"].configs if c["dataset"] == "banknote"} == {
+        CH.factual_indices("banknote", 1, random_state=3)[0]}
+    assert CH.rows([None, {"a": 1}]) == [{"a": 1}] and CH.frame_of([None]).empty
+
+
 def _pair(exact: float, heuristic: float, **fields) -> tuple[dict, dict]:
     row = _row(distance=exact, time=1.0, **fields)
     keys = {k: row[k] for k in CH.KEYS}
@@ -293,6 +324,13 @@ def test_claim_single_leaf_holds_never_closer_and_faster_and_is_partly_without_a
 def _history_run(distances, radii, model="RF5"):
     return {"model": model, "rho": 0.05, "history": [{"iteration": k, "distance": d, "radius": r}
                                                      for k, (d, r) in enumerate(zip(distances, radii), 1)]}
+
+
+def test_figure7_and_table4_read_an_empty_paper_scale_store():
+    fig = CH.figure_convergence([])
+    assert len(fig.axes) == 1 and "no run" in CH.convergence_caption([])
+    plt.close(fig)
+    assert CH.accuracy_table([]).empty
 
 
 def test_claim_figure7_needs_a_monotone_distance_and_shows_peaks_of_the_radius():

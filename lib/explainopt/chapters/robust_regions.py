@@ -37,7 +37,7 @@ from ..counterfactuals.adversarial_recourse import adversarial_recourse
 from ..counterfactuals.regions import RobustRegion, certify_region, robust_region, single_leaf_region, tree_boxes
 from ..datasets import load_dataset
 from ..encoders import model_predict
-from ..experiments import cache_dir, run_grid
+from ..experiments import Grid, cache_dir, run_grid
 from ..plots import PALETTE
 from ..reporting import Claim, claim, every, missing
 from . import paper_table
@@ -212,71 +212,112 @@ def single_leaf_instance(*, dataset: str, model: str, norm: str, rho: float, ind
         random_state=random_state + index, solver=solver)
     return {"dataset": dataset, "model": model, "norm": norm, "rho": rho, "index": index,
             "heuristic_status": region.status, "heuristic_distance": region.distance,
-            "heuristic_time": region.time, "heuristic_certified": bool(cert and cert.certified),
-            "solver": region.solver}
+            "heuristic_time": region.time, "heuristic_certified": bool(cert and cert.certified)}
 
 
 # =========================================================================== the grids of a scale
-
-def _grid(func, configs: list[dict], *, n_jobs: int, description: str) -> list:
-    return run_grid(func, configs, cache=cache_dir(CHAPTER), n_jobs=n_jobs, description=description)
-
-
-def run_accuracies(settings: dict, *, random_state: int = 0, n_jobs: int = 1) -> list[dict]:
-    """:func:`model_accuracy` for every dataset and model of `settings` (Table 4)."""
-    configs = [dict(dataset=d, model=m, random_state=random_state)
-               for d in settings["datasets"] for m in settings["models"]]
-    return _grid(model_accuracy, configs, n_jobs=n_jobs, description="accuracies")
-
-
-def run_regions(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
-                n_jobs: int = 1) -> pd.DataFrame:
-    """Tables 1-2: :func:`region_instance` for every norm, radius, model, dataset and factual of `settings`."""
-    configs = [dict(dataset=d, model=m, norm=nm, rho=r, index=i, time_limit=settings["time_limit"], solver=solver,
-                    random_state=random_state, n_samples=n_samples)
-               for nm in settings["norms"] for r in settings["rhos"] for m in settings["models"]
-               for d in settings["datasets"]
-               for i in factual_indices(d, settings["instances"], random_state=random_state)]
-    return pd.DataFrame(_grid(region_instance, configs, n_jobs=n_jobs, description="regions"))
-
-
-def run_baselines(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
-                  n_jobs: int = 1) -> pd.DataFrame:
-    """Table 3: :func:`baseline_instance` for the pairs, radii and factuals of ``settings["table3"]``."""
-    t3 = settings["table3"]
-    configs = [dict(dataset=d, model=m, rho=r, index=i, time_limit=t3["time_limit"], solver=solver,
-                    random_state=random_state, n_samples=n_samples, outer_steps=t3["outer_steps"])
-               for d, m in t3["pairs"] for r in t3["rhos"]
-               for i in factual_indices(d, t3["instances"], random_state=random_state)]
-    return pd.DataFrame(_grid(baseline_instance, configs, n_jobs=n_jobs, description="table 3"))
-
-
-def run_convergence(settings: dict, *, rho: float = 0.05, solver=None, random_state: int = 0,
-                    n_samples: int = 10_000, n_jobs: int = 1) -> list[dict]:
-    """Figure 7: :func:`region_instance` with every master solution's certified radius, the first drawn
-    diabetes factual (:func:`factual_indices`), box uncertainty, for the models of ``settings["figure7"]``."""
-    index = factual_indices("diabetes", 1, random_state=random_state)[0]
-    configs = [dict(dataset="diabetes", model=m, norm="linf", rho=rho, index=index, solver=solver,
-                    random_state=random_state, time_limit=settings["figure_time_limit"], n_samples=n_samples,
-                    track_radius=True) for m in settings["figure7"]]
-    return _grid(region_instance, configs, n_jobs=n_jobs, description="figure 7")
-
 
 def tree_models(models) -> list[str]:
     """The single decision trees among model names (``DT3``, ``DT10``): the models of the heuristic."""
     return [m for m in models if m.startswith("DT") and m[2:].isdigit()]
 
 
+def _instance_major(configs: list[dict], rank: dict) -> list[int]:
+    """Indices of `configs` with every configuration's first factual first, then every second factual...
+    (`rank`: row index -> its place in the draw, per dataset), so a budgeted run fills every table row early."""
+    return sorted(range(len(configs)), key=lambda k: (rank[configs[k]["dataset"]][configs[k]["index"]], k))
+
+
+def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int = 10_000) -> dict[str, Grid]:
+    """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them.
+
+    ``regions`` (:func:`region_instance`: Tables 1-2, every norm, radius, model, dataset and drawn factual),
+    ``single_leaf`` (:func:`single_leaf_instance`: the heuristic on the same cells for the decision trees),
+    ``table3`` (:func:`baseline_instance`), ``figure7`` (:func:`region_instance` with the radius of every
+    master solution, the first drawn diabetes factual, box of radius 0.05) and ``accuracies``
+    (:func:`model_accuracy`, Table 4). Cells come factual-major (every configuration's first factual, then
+    every second one...), so each row of the tables gets a first estimate before any row gets its twentieth.
+    `seed` draws the factuals (:func:`factual_indices`) and is the models' random_state; `solver` "auto"
+    (or None) leaves the choice to :func:`explainopt.solvers.solve`.
+    """
+    solver = None if str(solver or "auto").lower() == "auto" else solver
+    datasets = sorted({*S["datasets"], *(d for d, _ in S["table3"]["pairs"]), "diabetes"})
+    n_draw = max(S["instances"], S["table3"]["instances"], 1)
+    drawn = {d: factual_indices(d, n_draw, random_state=seed) for d in datasets}
+    rank = {d: {i: k for k, i in enumerate(rows)} for d, rows in drawn.items()}
+
+    def cells(models):
+        return [dict(dataset=d, model=m, norm=nm, rho=r, index=i)
+                for nm in S["norms"] for r in S["rhos"] for m in models for d in S["datasets"]
+                for i in drawn[d][:S["instances"]]]
+
+    regions = [dict(c, time_limit=S["time_limit"], solver=solver, random_state=seed, n_samples=n_samples)
+               for c in cells(S["models"])]
+    single = [dict(c, solver=solver, random_state=seed, n_samples=n_samples) for c in cells(tree_models(S["models"]))]
+    t3 = S["table3"]
+    table3 = [dict(dataset=d, model=m, rho=r, index=i, time_limit=t3["time_limit"], solver=solver,
+                   random_state=seed, n_samples=n_samples, outer_steps=t3["outer_steps"])
+              for d, m in t3["pairs"] for r in t3["rhos"] for i in drawn[d][:t3["instances"]]]
+    figure7 = [dict(dataset="diabetes", model=m, norm="linf", rho=0.05, index=drawn["diabetes"][0], solver=solver,
+                    random_state=seed, time_limit=S["figure_time_limit"], n_samples=n_samples, track_radius=True)
+               for m in S["figure7"]]
+    accuracies = [dict(dataset=d, model=m, random_state=seed) for d in S["datasets"] for m in S["models"]]
+    return {"regions": Grid(region_instance, regions, order=_instance_major(regions, rank)),
+            "single_leaf": Grid(single_leaf_instance, single, order=_instance_major(single, rank)),
+            "table3": Grid(baseline_instance, table3, order=_instance_major(table3, rank)),
+            "figure7": Grid(region_instance, figure7, order=list(range(len(figure7)))),
+            "accuracies": Grid(model_accuracy, accuracies, order=list(range(len(accuracies))))}
+
+
+def rows(results) -> list[dict]:
+    """The computed cells of a grid's results (a cell not yet in the paper-scale store comes back None)."""
+    return [r for r in results if r is not None]
+
+
+def frame_of(results) -> pd.DataFrame:
+    """A grid's computed cells as a DataFrame (:func:`rows`)."""
+    return pd.DataFrame(rows(results))
+
+
+def _run(name: str, settings: dict, *, solver, random_state, n_samples, n_jobs) -> list:
+    grid = grids(settings, seed=random_state, solver=solver, n_samples=n_samples)[name]
+    return run_grid(grid.func, grid.configs, cache=cache_dir(CHAPTER), n_jobs=n_jobs, description=name)
+
+
+def run_accuracies(settings: dict, *, random_state: int = 0, n_jobs: int = 1) -> list[dict]:
+    """:func:`model_accuracy` for every dataset and model of `settings` (Table 4), cached in the chapter's
+    folder (the notebook runs the same grid through its :class:`~explainopt.book.ChapterRun`)."""
+    return _run("accuracies", settings, solver=None, random_state=random_state, n_samples=0, n_jobs=n_jobs)
+
+
+def run_regions(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
+                n_jobs: int = 1) -> pd.DataFrame:
+    """Tables 1-2: the ``regions`` grid of :func:`grids` as a frame (one row per instance)."""
+    return frame_of(_run("regions", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                         n_jobs=n_jobs))
+
+
+def run_baselines(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
+                  n_jobs: int = 1) -> pd.DataFrame:
+    """Table 3: the ``table3`` grid of :func:`grids` as a frame."""
+    return frame_of(_run("table3", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                         n_jobs=n_jobs))
+
+
+def run_convergence(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
+                    n_jobs: int = 1) -> list[dict]:
+    """Figure 7: the ``figure7`` grid of :func:`grids` (every master solution's certified radius, the first
+    drawn diabetes factual, box of radius 0.05)."""
+    return rows(_run("figure7", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                     n_jobs=n_jobs))
+
+
 def run_single_leaf(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
                     n_jobs: int = 1) -> pd.DataFrame:
-    """The heuristic comparison: :func:`single_leaf_instance` for every cell of :func:`run_regions` whose
-    model is a decision tree (none: an empty frame)."""
-    configs = [dict(dataset=d, model=m, norm=nm, rho=r, index=i, solver=solver, random_state=random_state,
-                    n_samples=n_samples)
-               for nm in settings["norms"] for r in settings["rhos"] for m in tree_models(settings["models"])
-               for d in settings["datasets"]
-               for i in factual_indices(d, settings["instances"], random_state=random_state)]
-    return pd.DataFrame(_grid(single_leaf_instance, configs, n_jobs=n_jobs, description="single leaf"))
+    """The heuristic comparison: the ``single_leaf`` grid of :func:`grids` (the cells of :func:`run_regions`
+    whose model is a decision tree; none: an empty frame)."""
+    return frame_of(_run("single_leaf", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                         n_jobs=n_jobs))
 
 
 # =========================================================================== tables
@@ -383,7 +424,7 @@ def table3(frame: pd.DataFrame) -> pd.DataFrame:
 
 def accuracy_table(rows) -> pd.DataFrame:
     """Our accuracies (from :func:`model_accuracy` rows) beside Table 4 of the paper."""
-    ours = pd.DataFrame(list(rows))
+    ours = pd.DataFrame(list(rows), columns=["dataset", "model", "train", "test"])
     paper = paper_table("robust_regions_table_4").rename(columns={"train": "paper train", "test": "paper test"})
     ours = ours.merge(paper, on=["dataset", "model"], how="left")
     return ours.set_index(["dataset", "model"])[["train", "paper train", "test", "paper test"]].unstack(0)
@@ -726,7 +767,12 @@ def plot_convergence(history, *, rho: float, ax=None, title: str = ""):
 
 
 def figure_convergence(runs: list[dict]):
-    """Figure 7 from :func:`run_convergence`: one panel per model."""
+    """Figure 7 from :func:`run_convergence`: one panel per model (a note when no run is computed)."""
+    if not runs:
+        fig, ax = plt.subplots(figsize=(4, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "Figure 7: no run computed at this scale yet", ha="center", va="center")
+        return fig
     fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.4))
     for ax, inst in zip(np.atleast_1d(axes), runs):
         plot_convergence(inst["history"], rho=inst["rho"], ax=ax, title=f"{inst['model']}: {inst['status']}")
@@ -745,6 +791,8 @@ def _falls(values) -> bool:
 
 def convergence_caption(runs: list[dict]) -> str:
     """The caption of Figure 7, saying from this run whether the distance and the radius are monotone."""
+    if not runs:
+        return "*Figure 7 of the paper: no run computed at this scale yet.*"
     def models(key, falls=True):
         return [r["model"] for r in runs if _falls([(1 if falls else -1) * h[key] for h in r["history"]])]
 
@@ -754,7 +802,7 @@ def convergence_caption(runs: list[dict]) -> str:
               else "never falls" if radius_rises else "does not change")
     rho = runs[0]["rho"] if runs else math.nan
     return (f"*Distance of each master solution to the factual (solid, $\\ell_1$) and its certified radius "
-            f"(dashed; dotted line: $\\rho = {rho}$) per iteration, diabetes, first factual, box uncertainty "
+            f"(dashed; dotted line: $\\rho = {rho}$) per iteration, diabetes, first drawn factual, box uncertainty "
             f"(cf. Figure 7 of the paper). In this run the distance {distance} and the radius {radius}, up to the "
             "solvers' optimality gap (the paper: the distance grows monotonically, the robustness has peaks and "
             "troughs).*")
