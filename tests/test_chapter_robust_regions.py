@@ -2,6 +2,7 @@
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from explainopt.chapters import robust_regions as CH
 from explainopt.chapters import settings
 from explainopt.counterfactuals.regions import Iteration, RobustRegion
-from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
 
 
 def _row(**fields) -> dict:
@@ -84,11 +85,91 @@ def test_the_grids_run_the_cells_of_the_settings_and_cache_them_in_the_chapter_f
     monkeypatch.setenv("EXPLAINOPT_CACHE", str(tmp_path))
     tiny = dict(CH.SCALES["smoke"], datasets=["banknote"], models=["LR"], norms=["linf", "l2"], instances=2)
     frame = CH.run_regions(tiny, n_samples=300)
-    assert list(zip(frame.norm, frame["index"])) == [("linf", 0), ("linf", 1), ("l2", 0), ("l2", 1)]
+    drawn = CH.factual_indices("banknote", 2)
+    assert list(zip(frame.norm, frame["index"])) == [("linf", drawn[0]), ("linf", drawn[1]), ("l2", drawn[0]),
+                                                      ("l2", drawn[1])]
     assert frame.converged.all() and frame.certified.all() and (frame.samples == 300).all()
     assert len(list((tmp_path / "02").glob("region_instance-*.pkl"))) == 4
     accuracies = CH.run_accuracies(tiny)
     assert accuracies[0]["dataset"] == "banknote" and 0.9 < accuracies[0]["train"] <= 1
+
+
+def test_factuals_are_a_seeded_random_draw_whose_prefixes_are_the_smaller_draws():
+    drawn = CH.factual_indices("diabetes", 20, random_state=0)
+    assert len(set(drawn)) == 20 and all(0 <= i < 768 for i in drawn)
+    assert drawn != list(range(20))  # not the first rows
+    assert CH.factual_indices("diabetes", 2, random_state=0) == drawn[:2]
+    assert CH.factual_indices("diabetes", 20, random_state=0) == drawn
+    assert CH.factual_indices("diabetes", 20, random_state=1) != drawn
+    with pytest.raises(ValueError, match="n="):
+        CH.factual_indices("diabetes", 10_000)
+
+
+def test_single_leaf_cells_run_for_the_trees_of_the_grid_and_are_certified(tmp_path, monkeypatch):
+    monkeypatch.setenv("EXPLAINOPT_CACHE", str(tmp_path))
+    assert CH.tree_models(["LR", "DT3", "RF5", "DT10", "DTX"]) == ["DT3", "DT10"]
+    tiny = dict(CH.SCALES["smoke"], datasets=["banknote"], models=["LR", "DT3"], norms=["linf"], instances=2)
+    heuristic = CH.run_single_leaf(tiny, n_samples=300)
+    assert list(heuristic["model"]) == ["DT3", "DT3"]
+    assert list(heuristic["index"]) == CH.factual_indices("banknote", 2)
+    assert (heuristic.heuristic_status == "converged").all() and heuristic.heuristic_certified.all()
+    frame = CH.run_regions(tiny, n_samples=300)
+    both = CH.single_leaf_comparison(frame, heuristic)
+    assert len(both) == 2 and not both["closer"].any()
+    assert (both.heuristic_distance >= both.exact_distance - CH.DISTANCE_TOLERANCE).all()
+
+
+@pytest.mark.parametrize("scale", ["smoke", "book", "paper"])
+def test_grids_hold_every_cell_of_the_scale_in_factual_major_order(scale):
+    S = CH.SCALES[scale]
+    G = CH.grids(S, seed=0)
+    assert set(G) == {"regions", "single_leaf", "table3", "figure7", "accuracies"}
+    regions = G["regions"]
+    per_factual = len(S["norms"]) * len(S["rhos"]) * len(S["models"]) * len(S["datasets"])
+    assert len(regions) == per_factual * S["instances"] and sorted(regions.order) == list(range(len(regions)))
+    first = [regions.configs[k] for k in regions.order[:per_factual]]
+    assert all(c["index"] == CH.factual_indices(c["dataset"], 1)[0] for c in first)
+    assert all(c["solver"] is None and c["random_state"] == 0 for c in regions.configs)
+    assert {c["model"] for c in G["single_leaf"].configs} == set(CH.tree_models(S["models"]))
+    assert len(G["single_leaf"]) == per_factual * S["instances"] * len(CH.tree_models(S["models"])) // len(S["models"])
+    assert {c["index"] for c in G["figure7"].configs} == {CH.factual_indices("diabetes", 1)[0]}
+    assert [c["model"] for c in G["figure7"].configs] == S["figure7"]
+    t3 = S["table3"]
+    assert len(G["table3"]) == len(t3["pairs"]) * len(t3["rhos"]) * t3["instances"]
+    assert len(G["accuracies"]) == len(S["datasets"]) * len(S["models"])
+    if scale == "paper":
+        assert len(regions) == 2 * 2 * 18 * 3 * 20
+
+
+def test_grids_name_the_solver_asked_for_and_draw_the_factuals_with_the_seed():
+    S = CH.SCALES["smoke"]
+    G = CH.grids(S, seed=3, solver="scip")
+    assert {c["solver"] for c in G["regions"].configs} == {"scip"}
+    assert {c["index"] for c in G["regions"].configs if c["dataset"] == "banknote"} == {
+        CH.factual_indices("banknote", 1, random_state=3)[0]}
+    assert CH.rows([None, {"a": 1}]) == [{"a": 1}] and CH.frame_of([None]).empty
+
+
+def _pair(exact: float, heuristic: float, **fields) -> tuple[dict, dict]:
+    row = _row(distance=exact, time=1.0, **fields)
+    keys = {k: row[k] for k in CH.KEYS}
+    return row, dict(keys, heuristic_status="converged", heuristic_distance=heuristic, heuristic_time=0.01,
+                     heuristic_certified=True, solver="closed form")
+
+
+def _comparison(*pairs) -> pd.DataFrame:
+    return CH.single_leaf_comparison(_frame(*[p[0] for p in pairs]), pd.DataFrame([p[1] for p in pairs]))
+
+
+def test_single_leaf_comparison_keeps_converged_instances_and_flags_farther_and_closer():
+    both = _comparison(_pair(0.2, 0.3), _pair(0.2, 0.2 + 1e-5, index=1), _pair(0.2, 0.1, index=2),
+                       _pair(0.2, 0.5, index=3, status="time_limit", rho_bar=0.01))
+    assert list(both["index"]) == [0, 1, 2]  # the early stop is no optimum to compare with
+    assert list(both["farther"]) == [True, False, False] and list(both["closer"]) == [False, False, True]
+    table = CH.single_leaf_table(both)
+    row = table.loc[("DT3", "linf", 0.05)]
+    assert row["n"] == 3 and row["heuristic farther"] == "1/3" and row["speed-up"] == pytest.approx(100)
+    assert CH.single_leaf_comparison(pd.DataFrame(), pd.DataFrame()).empty and CH.single_leaf_table(both[:0]).empty
 
 
 # --------------------------------------------------------------------------- tables
@@ -156,6 +237,13 @@ def test_trend_checks_compute_the_papers_ratios_and_shares():
     assert checks["l2_slower"] == 1.0 and checks["small_rho_faster"] == 1.0
 
 
+def test_trend_checks_compare_the_iterations_of_the_largest_and_smallest_model_of_a_family():
+    summary = _summary({("DT3", "banknote", "linf", 0.05): 1.0, ("DT10", "banknote", "linf", 0.05): 2.0,
+                        ("LR", "banknote", "linf", 0.05): 0.1})
+    summary["iterations_all"] = summary["model"].map({"DT3": 2.0, "DT10": 6.0, "LR": 0.0})
+    assert CH.trend_checks(summary)["iterations_ratio"] == pytest.approx(3.0)
+
+
 def test_trend_checks_are_nan_without_the_configurations_they_compare():
     checks = CH.trend_checks(_summary({("DT3", "banknote", "linf", 0.05): 1.0}))
     assert all(math.isnan(v) for v in checks.values())
@@ -212,6 +300,49 @@ def test_claim_ours_robust():
     assert _verdicts(lambda c: CH.claim_ours_robust(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
 
 
+def test_claim_ours_valid():
+    frames = {"holds": _baselines([True], [True], [True]), "fails": _baselines([True], [True], [True]),
+              "none": pd.DataFrame()}
+    frames["fails"].loc[0, "ours_valid"] = False
+    assert _verdicts(lambda c: CH.claim_ours_valid(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_iterations_complexity():
+    values = {"holds": 2.5, "fails": 0.8, "none": math.nan}
+    verdicts = _verdicts(lambda c: CH.claim_iterations_complexity({"iterations_ratio": values[c]}))
+    assert verdicts == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_claim_single_leaf_holds_never_closer_and_faster_and_is_partly_without_a_farther_instance():
+    cases = {"holds": _comparison(_pair(0.2, 0.3), _pair(0.2, 0.2, index=1)),
+             "fails": _comparison(_pair(0.2, 0.1)), "none": _comparison()}
+    assert _verdicts(lambda c: CH.claim_single_leaf(cases[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+    partly = CH.claim_single_leaf(_comparison(_pair(0.2, 0.2)))
+    assert partly.verdict == PARTLY and "no instance of this run shows the heuristic farther" in partly.why
+
+
+def _history_run(distances, radii, model="RF5"):
+    return {"model": model, "rho": 0.05, "history": [{"iteration": k, "distance": d, "radius": r}
+                                                     for k, (d, r) in enumerate(zip(distances, radii), 1)]}
+
+
+def test_figure7_and_table4_read_an_empty_paper_scale_store():
+    fig = CH.figure_convergence([])
+    assert len(fig.axes) == 1 and "no run" in CH.convergence_caption([])
+    plt.close(fig)
+    assert CH.accuracy_table([]).empty
+
+
+def test_claim_figure7_needs_a_monotone_distance_and_shows_peaks_of_the_radius():
+    cases = {"holds": [_history_run([0.1, 0.2, 0.3], [0.0, 0.04, 0.01])],
+             "fails": [_history_run([0.1, 0.05], [0.0, 0.01])],
+             "none": [_history_run([0.1], [0.05])]}
+    assert _verdicts(lambda c: CH.claim_figure7(cases[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+    partly = CH.claim_figure7([_history_run([0.1, 0.2 - 1e-9, 0.2], [0.0, 0.01, None])])
+    assert partly.verdict == PARTLY and "not shown" in partly.why
+    assert CH.claim_figure7([]).verdict == NOT_RUN
+
+
 def test_claim_times_reads_not_run_when_no_converged_configuration_has_a_paper_time():
     def tables(ratios):
         return [pd.DataFrame({"ratio": ratios})]
@@ -229,7 +360,7 @@ def test_claim_times_reads_not_run_when_no_converged_configuration_has_a_paper_t
 def test_paper_claims_list_every_claim_and_read_not_run_on_an_empty_run():
     empty = pd.DataFrame()
     claims = CH.paper_claims(empty, CH.summary_table(empty), empty, [], time_limit=4)
-    assert len(claims) == 8 and {c.verdict for c in claims} == {NOT_RUN}
+    assert len(claims) == 12 and {c.verdict for c in claims} == {NOT_RUN}
 
 
 # --------------------------------------------------------------------------- captions
@@ -256,3 +387,50 @@ def test_the_convergence_caption_reads_the_directions_from_the_run():
     assert "distance never decreases" in text and "radius falls at least once for RF5" in text
     text = CH.convergence_caption([run([0.1, 0.05], [0.0, 0.05])])
     assert "distance decreases for RF5" in text and "radius never falls" in text
+
+
+# --------------------------------------------------------------------------- the interactive figure and Figure 5
+
+@pytest.fixture(scope="module")
+def path():
+    return CH.region_path(rhos=[0.02, 0.1], depth=3, n_samples=500, resolution=41)
+
+
+def test_region_path_holds_certified_regions_ordered_as_the_theory_says(path):
+    box, ball, leaf = (path["runs"][k] for k in ("box", "ball", "single leaf"))
+    assert [r["rho"] for r in box] == [0.02, 0.1] and path["index"] == CH.factual_indices("banknote", 1)[0]
+    assert all(r["status"] == "converged" and r["certified"] for rs in path["runs"].values() for r in rs)
+    assert all(b["distance"] <= x["distance"] + CH.DISTANCE_TOLERANCE for b, x in zip(ball, box))
+    assert all(h["distance"] >= x["distance"] - CH.DISTANCE_TOLERANCE for h, x in zip(leaf, box))
+    assert box[1]["distance"] >= box[0]["distance"] - CH.DISTANCE_TOLERANCE
+    assert np.asarray(path["adverse"]).shape == (41, 41) and np.asarray(path["adverse"]).any()
+    assert all(np.all(np.asarray(lo) <= np.asarray(hi)) for lo, hi in path["leaves"])
+    assert "2 radii" in CH.region_path_note(path) and "6 of 6 regions certified" in CH.region_path_note(path)
+
+
+def test_region_outline_is_the_box_or_the_circle():
+    x, y = CH.region_outline([0.5, 0.5], 0.1, "linf")
+    assert (min(x), max(x), min(y), max(y)) == pytest.approx((0.4, 0.6, 0.4, 0.6)) and len(x) == 5
+    x, y = CH.region_outline([0.5, 0.5], 0.1, "l2")
+    assert np.allclose(np.hypot(np.array(x) - 0.5, np.array(y) - 0.5), 0.1)
+    assert CH.region_outline(None, 0.1, "l2") == ([], [])
+
+
+def test_the_slider_moves_the_regions_with_rho(path):
+    fig = CH.plot_region_slider(path)
+    slider = fig.layout.sliders[0]
+    assert [s.label for s in slider.steps] == ["0.02", "0.1"]
+    first, last = (s.args for s in slider.steps)
+    assert first[0]["x"] != last[0]["x"] and first[1]["title.text"] != last[1]["title.text"]
+    assert all(s.method == "update" for s in slider.steps)
+    moved = [fig.data[i] for i in first[2]]  # the traces the steps restyle: outlines and centres
+    assert [t.name for t in moved[::2]] == ["box region", "ball region", "single leaf region"]
+    assert list(moved[0].x) == list(first[0]["x"][0])  # the figure opens at the first step
+
+
+def test_figure5_shows_the_radius_where_the_heuristic_is_farthest_behind(path):
+    box, leaf = path["runs"]["box"], path["runs"]["single leaf"]
+    gaps = [h["distance"] - b["distance"] for h, b in zip(leaf, box)]
+    fig, rho = CH.figure_single_leaf(path)
+    assert rho == box[int(np.argmax(gaps))]["rho"] and len(fig.axes) == 2
+    plt.close(fig)

@@ -25,6 +25,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 from matplotlib.patches import Circle, Rectangle
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
@@ -33,10 +34,11 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from ..counterfactuals.adversarial_recourse import adversarial_recourse
-from ..counterfactuals.regions import RobustRegion, certify_region, robust_region
+from ..counterfactuals.regions import RobustRegion, certify_region, robust_region, single_leaf_region, tree_boxes
 from ..datasets import load_dataset
 from ..encoders import model_predict
-from ..experiments import cache_dir, run_grid
+from ..experiments import Grid, cache_dir, run_grid
+from ..plots import PALETTE
 from ..reporting import Claim, claim, every, missing
 from . import paper_table
 
@@ -50,23 +52,26 @@ TABLE3_PAIRS = [("banknote", "NN50"), ("diabetes", "NN50"), ("ionosphere", "NN10
 
 #: The grids of the three scales. datasets/models/rhos/norms/instances/time_limit: Tables 1-2 (the
 #: reader may override them); table3: Table 3's pairs, radii, instances, the baseline's Adam steps and
-#: our time limit; figure7: the models of Figure 7 and the time limit of both figures.
+#: our time limit; figure7: the models of Figure 7 and the time limit of both figures; slider_rhos: the radii of
+#: the interactive figure (and of Figure 5).
 SCALES = {
     "smoke": dict(datasets=["banknote", "diabetes"], models=["LR", "DT3", "RF5", "GBM5", "NN10"], rhos=[0.05],
                   norms=["linf", "l2"], instances=1, time_limit=4,
                   table3=dict(pairs=[("banknote", "NN10")], rhos=[0.1], instances=1, outer_steps=50, time_limit=10),
-                  figure7=["DT10", "RF5", "GBM5", "NN10"], figure_time_limit=4),
+                  figure7=["DT10", "RF5", "GBM5", "NN10"], figure_time_limit=4, slider_rhos=[0.02, 0.05, 0.1]),
     # book: every family, both radii and norms, 2 factuals, 8 s per instance (about 10 minutes on 2 cores);
     # the largest ensembles (RF20+, GBM20+) and networks (NN10-10-10, NN100) are left to the paper scale
     "book": dict(datasets=list(DATASETS), models=["LR", "DT3", "DT10", "RF5", "RF10", "GBM5", "GBM10", "NN10", "NN50"],
                  rhos=[0.01, 0.05], norms=["linf", "l2"], instances=2, time_limit=8,
                  table3=dict(pairs=TABLE3_PAIRS, rhos=[0.1, 0.2], instances=2, outer_steps=100, time_limit=30),
-                 figure7=["DT10", "RF10", "GBM10", "NN50"], figure_time_limit=15),
+                 figure7=["DT10", "RF10", "GBM10", "NN50"], figure_time_limit=15,
+                 slider_rhos=[0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15]),
     # paper: the full grid of Tables 1-3 with the paper's 1000 s limit
     "paper": dict(datasets=list(DATASETS), models=list(PAPER_MODELS), rhos=[0.01, 0.05], norms=["linf", "l2"],
                   instances=20, time_limit=1000,
                   table3=dict(pairs=TABLE3_PAIRS, rhos=[0.1, 0.2], instances=10, outer_steps=200, time_limit=1000),
-                  figure7=["DT10", "RF50", "GBM50", "NN100"], figure_time_limit=1000),
+                  figure7=["DT10", "RF50", "GBM50", "NN100"], figure_time_limit=1000,
+                  slider_rhos=[0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15]),
 }
 
 
@@ -117,6 +122,25 @@ def model_accuracy(*, dataset: str, model: str, random_state: int = 0, test_size
     split = paper_model(model, random_state=random_state).fit(X_tr, y_tr)
     return {"dataset": dataset, "model": model, "train": float((full.predict(X) == y).mean()),
             "test": float((split.predict(X_te) == y_te).mean())}
+
+
+def factual_indices(dataset: str, n: int, *, random_state: int = 0) -> list[int]:
+    """The factuals of the paper ("20 factual instances randomly selected from the dataset"): the rows of
+    a seeded random permutation of `dataset`, first `n` of them. A prefix of a larger draw with the same
+    seed (the smoke scale's factuals are among the book's, the book's among the paper's). The authors'
+    code takes the first rows instead (see the chapter)."""
+    X, _ = paper_data(dataset)
+    if not (isinstance(n, (int, np.integer)) and 0 <= n <= len(X)):
+        raise ValueError(f"n={n!r}: expected an integer from 0 to the {len(X)} rows of {dataset}")
+    return [int(i) for i in np.random.default_rng(random_state).permutation(len(X))[:n]]
+
+
+def two_feature_tree(depth: int, *, random_state: int = 0):
+    """The decision tree of Figures 2, 5 and 6: CART of the given depth on the first two banknote features
+    (variance, skewness), scaled. Returns (X2, y, tree)."""
+    X, y = paper_data("banknote")
+    X2 = X[:, :2]
+    return X2, y, paper_model(f"DT{depth}", random_state=random_state).fit(X2, y)
 
 
 # =========================================================================== one cell of each grid
@@ -175,47 +199,125 @@ def baseline_instance(*, dataset: str, model: str, rho: float, index: int, time_
     }
 
 
+def single_leaf_instance(*, dataset: str, model: str, norm: str, rho: float, index: int, solver=None,
+                         random_state: int = 0, n_samples: int = 10_000) -> dict:
+    """One cell of the heuristic comparison (Section 3.1, Figure 5): the single-leaf heuristic of eqs.
+    36-39 (:func:`explainopt.counterfactuals.regions.single_leaf_region`) for a decision tree and the factual
+    of :func:`region_instance` with the same keys, certified the same way."""
+    X, _ = paper_data(dataset)
+    clf = fitted_model(dataset, model, random_state)
+    region = single_leaf_region(clf, X[index], rho=rho, norm=norm, lower=0.0, upper=1.0, objective="l1")
+    cert = None if region.x is None else certify_region(
+        clf, region.x, rho=rho, norm=norm, target=region.target, n_samples=n_samples,
+        random_state=random_state + index, solver=solver)
+    return {"dataset": dataset, "model": model, "norm": norm, "rho": rho, "index": index,
+            "heuristic_status": region.status, "heuristic_distance": region.distance,
+            "heuristic_time": region.time, "heuristic_certified": bool(cert and cert.certified)}
+
+
 # =========================================================================== the grids of a scale
 
-def _grid(func, configs: list[dict], *, n_jobs: int, description: str) -> list:
-    return run_grid(func, configs, cache=cache_dir(CHAPTER), n_jobs=n_jobs, description=description)
+def tree_models(models) -> list[str]:
+    """The single decision trees among model names (``DT3``, ``DT10``): the models of the heuristic."""
+    return [m for m in models if m.startswith("DT") and m[2:].isdigit()]
+
+
+def _instance_major(configs: list[dict], rank: dict) -> list[int]:
+    """Indices of `configs` with every configuration's first factual first, then every second factual...
+    (`rank`: row index -> its place in the draw, per dataset), so a budgeted run fills every table row early."""
+    return sorted(range(len(configs)), key=lambda k: (rank[configs[k]["dataset"]][configs[k]["index"]], k))
+
+
+def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int = 10_000) -> dict[str, Grid]:
+    """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them.
+
+    ``regions`` (:func:`region_instance`: Tables 1-2, every norm, radius, model, dataset and drawn factual),
+    ``single_leaf`` (:func:`single_leaf_instance`: the heuristic on the same cells for the decision trees),
+    ``table3`` (:func:`baseline_instance`), ``figure7`` (:func:`region_instance` with the radius of every
+    master solution, the first drawn diabetes factual, box of radius 0.05) and ``accuracies``
+    (:func:`model_accuracy`, Table 4). Cells come factual-major (every configuration's first factual, then
+    every second one...), so each row of the tables gets a first estimate before any row gets its twentieth.
+    `seed` draws the factuals (:func:`factual_indices`) and is the models' random_state; `solver` "auto"
+    (or None) leaves the choice to :func:`explainopt.solvers.solve`.
+    """
+    solver = None if str(solver or "auto").lower() == "auto" else solver
+    datasets = sorted({*S["datasets"], *(d for d, _ in S["table3"]["pairs"]), "diabetes"})
+    n_draw = max(S["instances"], S["table3"]["instances"], 1)
+    drawn = {d: factual_indices(d, n_draw, random_state=seed) for d in datasets}
+    rank = {d: {i: k for k, i in enumerate(rows)} for d, rows in drawn.items()}
+
+    def cells(models):
+        return [dict(dataset=d, model=m, norm=nm, rho=r, index=i)
+                for nm in S["norms"] for r in S["rhos"] for m in models for d in S["datasets"]
+                for i in drawn[d][:S["instances"]]]
+
+    regions = [dict(c, time_limit=S["time_limit"], solver=solver, random_state=seed, n_samples=n_samples)
+               for c in cells(S["models"])]
+    single = [dict(c, solver=solver, random_state=seed, n_samples=n_samples) for c in cells(tree_models(S["models"]))]
+    t3 = S["table3"]
+    table3 = [dict(dataset=d, model=m, rho=r, index=i, time_limit=t3["time_limit"], solver=solver,
+                   random_state=seed, n_samples=n_samples, outer_steps=t3["outer_steps"])
+              for d, m in t3["pairs"] for r in t3["rhos"] for i in drawn[d][:t3["instances"]]]
+    figure7 = [dict(dataset="diabetes", model=m, norm="linf", rho=0.05, index=drawn["diabetes"][0], solver=solver,
+                    random_state=seed, time_limit=S["figure_time_limit"], n_samples=n_samples, track_radius=True)
+               for m in S["figure7"]]
+    accuracies = [dict(dataset=d, model=m, random_state=seed) for d in S["datasets"] for m in S["models"]]
+    return {"regions": Grid(region_instance, regions, order=_instance_major(regions, rank)),
+            "single_leaf": Grid(single_leaf_instance, single, order=_instance_major(single, rank)),
+            "table3": Grid(baseline_instance, table3, order=_instance_major(table3, rank)),
+            "figure7": Grid(region_instance, figure7, order=list(range(len(figure7)))),
+            "accuracies": Grid(model_accuracy, accuracies, order=list(range(len(accuracies))))}
+
+
+def rows(results) -> list[dict]:
+    """The computed cells of a grid's results (a cell not yet in the paper-scale store comes back None)."""
+    return [r for r in results if r is not None]
+
+
+def frame_of(results) -> pd.DataFrame:
+    """A grid's computed cells as a DataFrame (:func:`rows`)."""
+    return pd.DataFrame(rows(results))
+
+
+def _run(name: str, settings: dict, *, solver, random_state, n_samples, n_jobs) -> list:
+    grid = grids(settings, seed=random_state, solver=solver, n_samples=n_samples)[name]
+    return run_grid(grid.func, grid.configs, cache=cache_dir(CHAPTER), n_jobs=n_jobs, description=name)
 
 
 def run_accuracies(settings: dict, *, random_state: int = 0, n_jobs: int = 1) -> list[dict]:
-    """:func:`model_accuracy` for every dataset and model of `settings` (Table 4)."""
-    configs = [dict(dataset=d, model=m, random_state=random_state)
-               for d in settings["datasets"] for m in settings["models"]]
-    return _grid(model_accuracy, configs, n_jobs=n_jobs, description="accuracies")
+    """:func:`model_accuracy` for every dataset and model of `settings` (Table 4), cached in the chapter's
+    folder (the notebook runs the same grid through its :class:`~explainopt.book.ChapterRun`)."""
+    return _run("accuracies", settings, solver=None, random_state=random_state, n_samples=0, n_jobs=n_jobs)
 
 
 def run_regions(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
                 n_jobs: int = 1) -> pd.DataFrame:
-    """Tables 1-2: :func:`region_instance` for every norm, radius, model, dataset and factual of `settings`."""
-    configs = [dict(dataset=d, model=m, norm=nm, rho=r, index=i, time_limit=settings["time_limit"], solver=solver,
-                    random_state=random_state, n_samples=n_samples)
-               for nm in settings["norms"] for r in settings["rhos"] for m in settings["models"]
-               for d in settings["datasets"] for i in range(settings["instances"])]
-    return pd.DataFrame(_grid(region_instance, configs, n_jobs=n_jobs, description="regions"))
+    """Tables 1-2: the ``regions`` grid of :func:`grids` as a frame (one row per instance)."""
+    return frame_of(_run("regions", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                         n_jobs=n_jobs))
 
 
 def run_baselines(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
                   n_jobs: int = 1) -> pd.DataFrame:
-    """Table 3: :func:`baseline_instance` for the pairs, radii and factuals of ``settings["table3"]``."""
-    t3 = settings["table3"]
-    configs = [dict(dataset=d, model=m, rho=r, index=i, time_limit=t3["time_limit"], solver=solver,
-                    random_state=random_state, n_samples=n_samples, outer_steps=t3["outer_steps"])
-               for d, m in t3["pairs"] for r in t3["rhos"] for i in range(t3["instances"])]
-    return pd.DataFrame(_grid(baseline_instance, configs, n_jobs=n_jobs, description="table 3"))
+    """Table 3: the ``table3`` grid of :func:`grids` as a frame."""
+    return frame_of(_run("table3", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                         n_jobs=n_jobs))
 
 
-def run_convergence(settings: dict, *, rho: float = 0.05, solver=None, random_state: int = 0,
-                    n_samples: int = 10_000, n_jobs: int = 1) -> list[dict]:
-    """Figure 7: :func:`region_instance` with every master solution's certified radius, first diabetes
-    factual, box uncertainty, for the models of ``settings["figure7"]``."""
-    configs = [dict(dataset="diabetes", model=m, norm="linf", rho=rho, index=0, solver=solver,
-                    random_state=random_state, time_limit=settings["figure_time_limit"], n_samples=n_samples,
-                    track_radius=True) for m in settings["figure7"]]
-    return _grid(region_instance, configs, n_jobs=n_jobs, description="figure 7")
+def run_convergence(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
+                    n_jobs: int = 1) -> list[dict]:
+    """Figure 7: the ``figure7`` grid of :func:`grids` (every master solution's certified radius, the first
+    drawn diabetes factual, box of radius 0.05)."""
+    return rows(_run("figure7", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                     n_jobs=n_jobs))
+
+
+def run_single_leaf(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
+                    n_jobs: int = 1) -> pd.DataFrame:
+    """The heuristic comparison: the ``single_leaf`` grid of :func:`grids` (the cells of :func:`run_regions`
+    whose model is a decision tree; none: an empty frame)."""
+    return frame_of(_run("single_leaf", settings, solver=solver, random_state=random_state, n_samples=n_samples,
+                         n_jobs=n_jobs))
 
 
 # =========================================================================== tables
@@ -322,15 +424,56 @@ def table3(frame: pd.DataFrame) -> pd.DataFrame:
 
 def accuracy_table(rows) -> pd.DataFrame:
     """Our accuracies (from :func:`model_accuracy` rows) beside Table 4 of the paper."""
-    ours = pd.DataFrame(list(rows))
+    ours = pd.DataFrame(list(rows), columns=["dataset", "model", "train", "test"])
     paper = paper_table("robust_regions_table_4").rename(columns={"train": "paper train", "test": "paper test"})
     ours = ours.merge(paper, on=["dataset", "model"], how="left")
     return ours.set_index(["dataset", "model"])[["train", "paper train", "test", "paper test"]].unstack(0)
 
 
+KEYS = ["dataset", "model", "norm", "rho", "index"]
+#: How much farther than Algorithm 1's a heuristic counterfactual must be to count as "farther", and how
+#: much closer it may be without contradicting eqs. 36-39 (the master problem's MIP gap and the margins
+#: of the split encodings: the l1 distances agree to this absolute tolerance when both are optimal).
+DISTANCE_TOLERANCE = 1e-3
+
+
+def single_leaf_comparison(frame: pd.DataFrame, heuristic: pd.DataFrame) -> pd.DataFrame:
+    """Per factual: Algorithm 1 (the rows of `frame` that converged, an exact optimum) beside the
+    single-leaf heuristic (`heuristic`, from :func:`run_single_leaf`) on the same keys: distances, times,
+    whether the heuristic is farther (by more than :data:`DISTANCE_TOLERANCE`) or closer (which eqs. 36-39
+    forbid: its feasible set lies inside Algorithm 1's) and certified."""
+    columns = KEYS + ["exact_distance", "heuristic_distance", "exact_time", "heuristic_time", "exact_iterations",
+                      "farther", "closer", "heuristic_certified"]
+    if frame.empty or heuristic.empty:
+        return pd.DataFrame(columns=columns)
+    exact = frame[frame["converged"]].rename(columns={"distance": "exact_distance", "time": "exact_time",
+                                                      "iterations": "exact_iterations"})
+    both = exact[KEYS + ["exact_distance", "exact_time", "exact_iterations"]].merge(
+        heuristic[heuristic["heuristic_status"] == "converged"], on=KEYS)
+    both["farther"] = both["heuristic_distance"] > both["exact_distance"] + DISTANCE_TOLERANCE
+    both["closer"] = both["heuristic_distance"] < both["exact_distance"] - DISTANCE_TOLERANCE
+    return both[columns].reset_index(drop=True)
+
+
+def single_leaf_table(comparison: pd.DataFrame) -> pd.DataFrame:
+    """Figure 5 in numbers, per model, norm and radius: mean l1 distance of Algorithm 1 and of the
+    single-leaf heuristic, how often the heuristic is farther, median times and the speed-up. The paper
+    gives no numbers for the heuristic, only that it is faster and may be non-optimal (Section 3.1)."""
+    rows = []
+    for (m, nm, r), g in comparison.groupby(["model", "norm", "rho"], sort=False):
+        rows.append({"model": m, "norm": nm, "ρ": r, "n": len(g),
+                     "distance exact": g["exact_distance"].mean(), "distance heuristic": g["heuristic_distance"].mean(),
+                     "heuristic farther": f"{int(g['farther'].sum())}/{len(g)}",
+                     "time exact (s)": g["exact_time"].median(), "time heuristic (s)": g["heuristic_time"].median(),
+                     "speed-up": g["exact_time"].median() / max(g["heuristic_time"].median(), 1e-9),
+                     "certified": f"{int(g['heuristic_certified'].sum())}/{len(g)}",
+                     "paper": "faster, may be non-optimal (no numbers)"})
+    return pd.DataFrame(rows).set_index(["model", "norm", "ρ"]) if rows else pd.DataFrame()
+
+
 # =========================================================================== the paper's trends
 
-TRENDS = ("complexity_ratio", "features_ratio", "l2_slower", "small_rho_faster")
+TRENDS = ("complexity_ratio", "features_ratio", "l2_slower", "small_rho_faster", "iterations_ratio")
 
 
 def trend_checks(summary: pd.DataFrame) -> dict:
@@ -338,7 +481,8 @@ def trend_checks(summary: pd.DataFrame) -> dict:
     where the summary lacks the configurations a number compares.
 
     complexity_ratio: median over (dataset, norm, rho, family) of mean time of the largest model over
-    the smallest; features_ratio: median over (model, norm, rho) of mean time on ionosphere (34 features)
+    the smallest; iterations_ratio: the same ratio of mean iterations; features_ratio: median over (model,
+    norm, rho) of mean time on ionosphere (34 features)
     over banknote (4); l2_slower / small_rho_faster: share of matched configurations where l2 takes
     longer than linf / rho=0.01 is faster than rho=0.05 (mean time over all instances, early stops at
     their time)."""
@@ -349,13 +493,15 @@ def trend_checks(summary: pd.DataFrame) -> dict:
     s["family"] = s["model"].str.extract(r"^([A-Z]+)")[0]
     s["size"] = s["model"].map(lambda m: PAPER_MODELS.index(m) if m in PAPER_MODELS else -1)
     s["t"] = s["time_all"]
-    ratios = []
+    ratios, iterations = [], []
     for _, g in s[s["family"] != "LR"].groupby(["dataset", "norm", "rho", "family"]):
         if g["size"].nunique() > 1:
             g = g.sort_values("size")
             ratios.append(g["t"].iloc[-1] / g["t"].iloc[0])
+            iterations.append(g["iterations_all"].iloc[-1] / g["iterations_all"].iloc[0])
     if ratios:
         out["complexity_ratio"] = float(pd.Series(ratios).median())
+        out["iterations_ratio"] = float(pd.Series(iterations).median())
     feat = []
     for _, g in s.groupby(["model", "norm", "rho"]):
         by = g.set_index("dataset")["t"]
@@ -402,6 +548,16 @@ def claim_complexity(checks: dict) -> Claim:
                  paper="largest/smallest model per family ≫ ionosphere/banknote",
                  ours=f"median ratio {size:.1f} (model size) vs {features:.1f} (features)",
                  holds=None if missing(size, features) else size > features)
+
+
+def claim_iterations_complexity(checks: dict) -> Claim:
+    """Iterations grow with model complexity: the median ratio of mean iterations, largest over smallest
+    model of each family (:func:`trend_checks`), is above 1."""
+    ratio = checks["iterations_ratio"]
+    return claim("Iterations grow with model complexity", paper="Tables 1-2, Figure 6 (DT10 vs DT3)",
+                 ours=f"median ratio {ratio:.2f} of mean iterations, largest/smallest model per family",
+                 holds=None if missing(ratio) else ratio > 1,
+                 why="needs two sizes of a family (e.g. DT3 and DT10) in the run; LR needs no iterations")
 
 
 def claim_l2_slower(checks: dict) -> Claim:
@@ -451,6 +607,56 @@ def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
                  holds=None if missing(robust) else robust >= 80, evidence=len(frame3))
 
 
+def claim_ours_valid(frame3: pd.DataFrame) -> Claim:
+    """Every counterfactual of Algorithm 1 in Table 3's setting is valid (the model's own predict)."""
+    n = len(frame3)
+    valid = int(frame3["ours_valid"].sum()) if n else 0
+    return claim("Our counterfactuals are always valid (Table 3)", paper="100% valid in every row",
+                 ours=f"{valid}/{n} valid under model.predict", holds=every(frame3["ours_valid"]) if n else None,
+                 evidence=n)
+
+
+def claim_single_leaf(comparison: pd.DataFrame) -> Claim:
+    """Section 3.1 and Figure 5: the single-leaf heuristic is never closer than Algorithm 1 (its feasible set
+    is a subset) and faster (median time); *partly* when no instance shows it farther, i.e. this run does
+    not exhibit the non-optimality the paper illustrates."""
+    n = len(comparison)
+    if not n:
+        return claim("The single-leaf heuristic is faster but may be non-optimal (Figure 5)",
+                     paper="faster; may be farther", ours="no decision tree in the run", holds=None,
+                     evidence=0, why="needs a decision tree (DT3, DT10, ...) among the models")
+    farther, closer = int(comparison["farther"].sum()), int(comparison["closer"].sum())
+    t_exact, t_heur = comparison["exact_time"].median(), comparison["heuristic_time"].median()
+    return claim("The single-leaf heuristic is faster but may be non-optimal (Figure 5)",
+                 paper="faster; may be farther", evidence=n,
+                 ours=f"farther in {farther}/{n}, closer in {closer}/{n}; median time {t_heur:.2g} s vs "
+                      f"{t_exact:.2g} s (Algorithm 1)",
+                 holds=bool(closer == 0 and t_heur < t_exact), partly=farther == 0,
+                 why=f"l1 distances compared within {DISTANCE_TOLERANCE:g}, Algorithm 1's converged instances only"
+                     + ("; no instance of this run shows the heuristic farther" if farther == 0 else ""))
+
+
+def claim_figure7(runs: list[dict]) -> Claim:
+    """Figure 7: the distance to the factual never falls (up to the solvers' gap, :data:`MONOTONE_TOLERANCE`)
+    over the iterations, while the certified radius falls at least once (peaks and troughs); *partly* when
+    the distance is monotone but no radius falls in this run."""
+    shown = [r for r in runs if len(r.get("history") or []) >= 2]
+    if not shown:
+        return claim("Figure 7: monotone distance, non-monotone robustness", paper="distance grows; radius peaks",
+                     ours="no run with two iterations", holds=None, evidence=0,
+                     why="needs a model that takes at least two iterations")
+    falls = [r["model"] for r in shown if _falls([h["distance"] for h in r["history"]])]
+    radius = [r["model"] for r in shown
+              if _falls([math.nan if h["radius"] is None else h["radius"] for h in r["history"]])]
+    return claim("Figure 7: monotone distance, non-monotone robustness", paper="distance grows; radius peaks",
+                 ours=f"distance falls for {', '.join(falls) or 'no model'}; radius falls for "
+                      f"{', '.join(radius) or 'no model'} ({len(shown)} models with ≥ 2 iterations)",
+                 holds=not falls, partly=not radius, evidence=len(shown),
+                 why="the distance of the MP's optimum cannot fall as Z grows (a theorem, up to the MIP gap)"
+                     + ("; no certified radius falls in this run: the peaks and troughs are not shown"
+                        if not radius else ""))
+
+
 def claim_times(tables: list[pd.DataFrame], frame: pd.DataFrame, *, time_limit: float) -> Claim:
     """Our times within 3x of the paper's (median over the configurations with a converged mean and a
     paper time, from the `tables` of :func:`compare_with_paper`) and at most 10% early stops."""
@@ -469,12 +675,16 @@ def claim_times(tables: list[pd.DataFrame], frame: pd.DataFrame, *, time_limit: 
 
 
 def paper_claims(frame: pd.DataFrame, summary: pd.DataFrame, frame3: pd.DataFrame, tables: list[pd.DataFrame],
-                 *, time_limit: float) -> list[Claim]:
-    """The chapter's "paper vs. this book" claims, in order, from the run's frames and Tables 1-2."""
+                 *, time_limit: float, single_leaf: pd.DataFrame | None = None,
+                 convergence: list[dict] | None = None) -> list[Claim]:
+    """The chapter's "paper vs. this book" claims, in order, from the run's frames and Tables 1-2, the
+    heuristic comparison (:func:`single_leaf_comparison`) and Figure 7's runs (:func:`run_convergence`)."""
     checks = trend_checks(summary)
-    return [claim_regions_certified(frame), claim_complexity(checks), claim_l2_slower(checks),
-            claim_small_rho_faster(checks), claim_baseline_not_robust(frame3), claim_baseline_invalid(frame3),
-            claim_ours_robust(frame3), claim_times(tables, frame, time_limit=time_limit)]
+    single_leaf = single_leaf_comparison(pd.DataFrame(), pd.DataFrame()) if single_leaf is None else single_leaf
+    return [claim_regions_certified(frame), claim_complexity(checks), claim_iterations_complexity(checks),
+            claim_l2_slower(checks), claim_small_rho_faster(checks), claim_single_leaf(single_leaf),
+            claim_figure7(convergence or []), claim_baseline_not_robust(frame3), claim_baseline_invalid(frame3),
+            claim_ours_robust(frame3), claim_ours_valid(frame3), claim_times(tables, frame, time_limit=time_limit)]
 
 
 # =========================================================================== figures
@@ -503,16 +713,17 @@ def plot_region_iterations(model, region: RobustRegion, x0, *, ax=None, resoluti
 
 
 def tree_iterations(*, depths=(3, 10), rho: float = 0.05, time_limit: float = 1000.0, solver=None,
-                    random_state: int = 0) -> list[dict]:
+                    random_state: int = 0, index: int | None = None) -> list[dict]:
     """Figures 2 and 6: Algorithm 1 (box of radius `rho`) on decision trees of the given `depths` fitted to
-    the first two banknote features, for the first row. One dict per depth: depth, model, x0, region."""
-    X, y = paper_data("banknote")
-    X2 = X[:, :2]
+    the first two banknote features (:func:`two_feature_tree`), for row `index` (default: the first drawn
+    factual, :func:`factual_indices`). One dict per depth: depth, model, x0, region."""
+    if index is None:
+        index = factual_indices("banknote", 1, random_state=random_state)[0]
     runs = []
     for depth in depths:
-        tree = paper_model(f"DT{depth}", random_state=random_state).fit(X2, y)
-        region = robust_region(tree, X2[0], rho=rho, norm="linf", solver=solver, time_limit=time_limit)
-        runs.append({"depth": depth, "model": tree, "x0": X2[0], "region": region})
+        X2, _, tree = two_feature_tree(depth, random_state=random_state)
+        region = robust_region(tree, X2[index], rho=rho, norm="linf", solver=solver, time_limit=time_limit)
+        runs.append({"depth": depth, "model": tree, "x0": X2[index], "region": region})
     return runs
 
 
@@ -556,7 +767,12 @@ def plot_convergence(history, *, rho: float, ax=None, title: str = ""):
 
 
 def figure_convergence(runs: list[dict]):
-    """Figure 7 from :func:`run_convergence`: one panel per model."""
+    """Figure 7 from :func:`run_convergence`: one panel per model (a note when no run is computed)."""
+    if not runs:
+        fig, ax = plt.subplots(figsize=(4, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "Figure 7: no run computed at this scale yet", ha="center", va="center")
+        return fig
     fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.4))
     for ax, inst in zip(np.atleast_1d(axes), runs):
         plot_convergence(inst["history"], rho=inst["rho"], ax=ax, title=f"{inst['model']}: {inst['status']}")
@@ -575,6 +791,8 @@ def _falls(values) -> bool:
 
 def convergence_caption(runs: list[dict]) -> str:
     """The caption of Figure 7, saying from this run whether the distance and the radius are monotone."""
+    if not runs:
+        return "*Figure 7 of the paper: no run computed at this scale yet.*"
     def models(key, falls=True):
         return [r["model"] for r in runs if _falls([(1 if falls else -1) * h[key] for h in r["history"]])]
 
@@ -584,7 +802,169 @@ def convergence_caption(runs: list[dict]) -> str:
               else "never falls" if radius_rises else "does not change")
     rho = runs[0]["rho"] if runs else math.nan
     return (f"*Distance of each master solution to the factual (solid, $\\ell_1$) and its certified radius "
-            f"(dashed; dotted line: $\\rho = {rho}$) per iteration, diabetes, first factual, box uncertainty "
+            f"(dashed; dotted line: $\\rho = {rho}$) per iteration, diabetes, first drawn factual, box uncertainty "
             f"(cf. Figure 7 of the paper). In this run the distance {distance} and the radius {radius}, up to the "
             "solvers' optimality gap (the paper: the distance grows monotonically, the robustness has peaks and "
             "troughs).*")
+
+
+# =========================================================================== the region as rho moves (interactive)
+
+#: The regions of the interactive figure: Algorithm 1 with the box, with the ball, and the single-leaf heuristic.
+PATH_METHODS = {"box": ("linf", "exact"), "ball": ("l2", "exact"), "single leaf": ("linf", "single_leaf")}
+
+
+def region_path(*, rhos, depth: int = 5, index: int | None = None, random_state: int = 0, solver=None,
+                time_limit: float = 60.0, n_samples: int = 2000, resolution: int = 121) -> dict:
+    """The data of the interactive figure: on the two-feature tree (:func:`two_feature_tree`) and the factual
+    `index` (default: the first drawn, :func:`factual_indices`), the robust region of every radius in `rhos`
+    by Algorithm 1 with the box and with the ball, and by the single-leaf heuristic (eqs. 36-39), each
+    certified with `n_samples` points; and the tree's classes on a `resolution` x `resolution` grid.
+
+    Returns a dict: x0, target, index, depth, grid (the axis values), adverse (grid cells of the other class,
+    rows along feature 2), leaves (the leaf boxes clipped to [0, 1], as (lo, hi) lists), runs ({method: [{rho, x, distance, status, iterations, certified}]}) and solver."""
+    if index is None:
+        index = factual_indices("banknote", 1, random_state=random_state)[0]
+    X2, _, tree = two_feature_tree(depth, random_state=random_state)
+    x0 = X2[index]
+    runs, used = {}, set()
+    for name, (norm, method) in PATH_METHODS.items():
+        runs[name] = []
+        for rho in rhos:
+            if method == "exact":
+                region = robust_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0, solver=solver,
+                                       time_limit=time_limit)
+            else:
+                region = single_leaf_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0)
+            used.update(region.solver.split("+"))
+            cert = None if region.x is None else certify_region(
+                tree, region.x, rho=region.rho_bar or rho, norm=norm, target=region.target, n_samples=n_samples,
+                random_state=random_state + index, solver=solver)
+            runs[name].append({"rho": float(rho), "x": None if region.x is None else np.asarray(region.x).tolist(),
+                               "distance": region.distance, "status": region.status,
+                               "iterations": region.iterations, "certified": bool(cert and cert.certified)})
+    target = int(1 - model_predict(tree, x0)[0])
+    g = np.linspace(0.0, 1.0, resolution)
+    xx, yy = np.meshgrid(g, g)
+    adverse = (model_predict(tree, np.c_[xx.ravel(), yy.ravel()]) != target).reshape(xx.shape)
+    boxes = tree_boxes(tree)
+    leaves = [(np.clip(lo, 0, 1).tolist(), np.clip(hi, 0, 1).tolist()) for lo, hi in zip(boxes.lo[0], boxes.hi[0])]
+    return {"x0": x0.tolist(), "target": target, "index": index, "depth": depth, "grid": g, "adverse": adverse,
+            "leaves": leaves, "runs": runs, "solver": "+".join(sorted(used - {"closed form", ""})) or "closed form"}
+
+
+def leaf_outlines(leaves) -> tuple[list, list]:
+    """The leaf boxes of a two-feature tree as one polyline (x and y lists, boxes separated by None)."""
+    xs, ys = [], []
+    for lo, hi in leaves:
+        xs += [lo[0], hi[0], hi[0], lo[0], lo[0], None]
+        ys += [lo[1], lo[1], hi[1], hi[1], lo[1], None]
+    return xs, ys
+
+
+def region_outline(x, rho: float, norm: str, *, points: int = 73) -> tuple[list, list]:
+    """The boundary of ``{x + s : ||s|| <= rho}`` in two dimensions as a closed polyline (x and y lists):
+    the box's five corners or a circle; empty lists when there is no region."""
+    if x is None:
+        return [], []
+    cx, cy = float(x[0]), float(x[1])
+    if norm == "linf":
+        return ([cx - rho, cx + rho, cx + rho, cx - rho, cx - rho], [cy - rho, cy - rho, cy + rho, cy + rho, cy - rho])
+    t = np.linspace(0, 2 * np.pi, points)
+    return (cx + rho * np.cos(t)).tolist(), (cy + rho * np.sin(t)).tolist()
+
+
+def _path_title(path: dict, k: int) -> str:
+    parts = []
+    for name, runs in path["runs"].items():
+        r = runs[k]
+        parts.append(f"{name} {r['distance']:.3f}" if r["x"] is not None else f"{name}: none")
+    return f"ρ = {path['runs']['box'][k]['rho']:g}, ℓ1 distance to the factual: " + ", ".join(parts)
+
+
+def plot_region_slider(path: dict) -> go.Figure:
+    """An interactive figure (plotly): the two-feature tree's classes (shaded: the other class), the factual,
+    the tree's leaves (grey), and for each radius of a slider the region of Algorithm 1 with the box and with the ball and the
+    single-leaf heuristic's box (outline and centre); each step restyles the six region traces and states
+    the three distances in the title (cf. Figures 2 and 5 of the paper)."""
+    g = path["grid"]
+    fig = go.Figure()
+    fig.add_trace(go.Heatmap(x=g, y=g, z=np.asarray(path["adverse"], dtype=float), showscale=False, hoverinfo="skip",
+                             colorscale=[[0, "rgba(255,255,255,0)"], [1, "#F4B6A6"]], name="other class"))
+    lx, ly = leaf_outlines(path["leaves"])
+    fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", name="leaves", hoverinfo="skip",
+                             line=dict(color="rgba(80,80,80,0.35)", width=1)))
+    fig.add_trace(go.Scatter(x=[path["x0"][0]], y=[path["x0"][1]], mode="markers", name="factual",
+                             marker=dict(symbol="star", size=14, color="black")))
+    colours = {"box": PALETTE[0], "ball": PALETTE[2], "single leaf": PALETTE[3]}
+    dashes = {"box": "solid", "ball": "solid", "single leaf": "dash"}
+    start, fixed = 0, len(fig.data)
+    for name, runs in path["runs"].items():
+        norm = PATH_METHODS[name][0]
+        r = runs[start]
+        ox, oy = region_outline(r["x"], r["rho"], norm)
+        fig.add_trace(go.Scatter(x=ox, y=oy, mode="lines", name=f"{name} region",
+                                 line=dict(color=colours[name], width=2, dash=dashes[name])))
+        cx, cy = ([r["x"][0]], [r["x"][1]]) if r["x"] is not None else ([], [])
+        fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", name=f"{name} centre", showlegend=False,
+                                 marker=dict(color=colours[name], size=8)))
+    steps = []
+    for k, rho in enumerate(r["rho"] for r in path["runs"]["box"]):
+        xs, ys = [], []
+        for name, runs in path["runs"].items():
+            run_k = runs[k]
+            ox, oy = region_outline(run_k["x"], run_k["rho"], PATH_METHODS[name][0])
+            xs += [ox, [run_k["x"][0]] if run_k["x"] is not None else []]
+            ys += [oy, [run_k["x"][1]] if run_k["x"] is not None else []]
+        steps.append(dict(method="update", label=f"{rho:g}",
+                          args=[{"x": xs, "y": ys}, {"title.text": _path_title(path, k)},
+                                list(range(fixed, fixed + len(xs)))]))
+    fig.update_layout(title=dict(text=_path_title(path, start)), height=560, template="plotly_white",
+                      xaxis=dict(title="variance (scaled)", range=[0, 1], constrain="domain"),
+                      yaxis=dict(title="skewness (scaled)", range=[0, 1], scaleanchor="x", scaleratio=1),
+                      sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix="ρ = "), pad=dict(t=50))])
+    return fig
+
+
+def region_path_note(path: dict) -> str:
+    """What the interactive figure shows in this run (computed): how the distances move with rho, whether
+    the ball's region is never farther than the box's, and at how many radii the heuristic is farther."""
+    box, ball, leaf = (path["runs"][k] for k in ("box", "ball", "single leaf"))
+    d_box = [r["distance"] for r in box]
+    grows = all(b >= a - DISTANCE_TOLERANCE for a, b in zip(d_box, d_box[1:]))
+    ball_closer = all(b["distance"] <= x["distance"] + DISTANCE_TOLERANCE for b, x in zip(ball, box))
+    farther = sum(h["distance"] > x["distance"] + DISTANCE_TOLERANCE for h, x in zip(leaf, box))
+    certified = sum(r["certified"] for rs in path["runs"].values() for r in rs)
+    total = sum(len(rs) for rs in path["runs"].values())
+    return (f"In this run (depth-{path['depth']} tree, banknote row {path['index']}, {len(box)} radii): the box's "
+            f"distance {'never falls' if grows else 'falls somewhere'} as ρ grows; the ball's region is "
+            f"{'never farther than' if ball_closer else 'sometimes farther than'} the box's; the single-leaf "
+            f"heuristic is farther than Algorithm 1 at {farther} of {len(box)} radii; {certified} of {total} "
+            "regions certified.")
+
+
+def figure_single_leaf(path: dict):
+    """Figure 5 from :func:`region_path`: at the radius where the single-leaf heuristic is farthest behind
+    Algorithm 1 (box), left the heuristic's box inside one leaf, right Algorithm 1's box across leaves
+    (grey: the tree's leaves; red: the other class).
+    Returns (figure, radius)."""
+    box, leaf = path["runs"]["box"], path["runs"]["single leaf"]
+    gaps = [(h["distance"] - b["distance"]) if h["x"] is not None and b["x"] is not None else -math.inf
+            for h, b in zip(leaf, box)]
+    k = int(np.argmax(gaps))
+    g = path["grid"]
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.6), sharey=True)
+    for ax, (name, r) in zip(axes, (("single-leaf heuristic", leaf[k]), ("Algorithm 1", box[k]))):
+        ax.contourf(g, g, path["adverse"], levels=[-0.5, 0.5, 1.5], colors=["white", "#F4B6A6"])
+        ax.plot(*leaf_outlines(path["leaves"]), color="grey", lw=0.6, alpha=0.6)
+        ax.plot(*path["x0"], "k*", ms=12, label="factual")
+        if r["x"] is not None:
+            ax.add_patch(Rectangle(np.asarray(r["x"]) - r["rho"], 2 * r["rho"], 2 * r["rho"], fill=False,
+                                   ec=PALETTE[0], lw=2))
+            ax.plot(*r["x"], "o", color=PALETTE[0], ms=5)
+            ax.plot([path["x0"][0], r["x"][0]], [path["x0"][1], r["x"][1]], ":", color="grey")
+        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xlabel="variance (scaled)",
+               title=f"{name}: ℓ1 distance {r['distance']:.3f}")
+    axes[0].set_ylabel("skewness (scaled)")
+    fig.tight_layout()
+    return fig, box[k]["rho"]
