@@ -127,6 +127,27 @@ def test_tradeoff_figure_has_a_panel_per_data_set(prep, experiment):
     plt.close(fig)
 
 
+def test_delta_sweep_is_validity_at_zero_vdelta_at_one_and_never_rises(prep, experiment):
+    idx, cells, methods = experiment
+    sweep = CH.delta_sweep({DATASET: prep}, {DATASET: idx}, {DATASET: cells}, methods, factors=(0.0, 1.0, 2.0, 8.0))
+    table = pd.DataFrame(CH.table1_rows(DATASET, prep, idx, cells, methods)).set_index("method")
+    for method, g in sweep.groupby("method"):
+        g = g.set_index("factor")["robust"]
+        assert g[0.0] == pytest.approx(table.loc[method, "validity"]) and g[1.0] == pytest.approx(table.loc[method, "vΔ"])
+        assert (np.diff(g.to_numpy()) <= 1e-9).all()
+
+
+def test_delta_slider_restyles_the_bars_of_each_data_set(prep, experiment):
+    idx, cells, methods = experiment
+    sweep = CH.delta_sweep({DATASET: prep}, {DATASET: idx}, {DATASET: cells}, methods, factors=(0.0, 1.0, 8.0))
+    fig = CH.plot_delta_slider(sweep)
+    steps = fig.layout.sliders[0].steps
+    assert [s.label for s in steps] == ["0", "1", "8"] and fig.layout.sliders[0].active == 1
+    assert all(s.method == "restyle" for s in steps) and len(fig.data) == 1
+    assert list(fig.data[0].y) == steps[1].args[0]["y"][0]  # the figure opens at factor 1
+    assert steps[0].args[0]["y"] != steps[2].args[0]["y"]  # moving the slider changes the bars
+
+
 def test_solver_comparison_names_the_solvers_that_solved(prep):
     X1 = prep["split"]["X1"]
     idx = CH.factual_indices(prep, 1)
