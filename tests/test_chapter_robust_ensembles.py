@@ -153,6 +153,23 @@ def test_counterfactual_path_shows_the_changed_features_per_target():
     assert "moves 0 of 1 times" in CH.describe_path(path, dataset="COMPAS")
 
 
+def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():
+    curves = pd.DataFrame({"dataset": ["A", "A", "B", "B", "A"], "label": ["Direct-SAA"] * 4 + ["Robust-SAA (beta=0.1)"],
+                           "alpha": [0.5, 0.1, 0.5, 0.1, 0.1], "rate": [0.6, 0.95, 0.4, 0.7, 1.0],
+                           "n": [5, 5, 5, 5, 5]})
+    data = CH.alpha_slider_data(curves, _table1({"A": 50, "B": 20}), n_estimators=101, betas=[0.1])
+    assert data["datasets"] == ["A", "B"] and data["naive"] == [0.5, 0.2]
+    assert [s["alpha"] for s in data["steps"]] == [0.5, 0.1] and data["steps"][0]["p_star"] == pytest.approx(0.5)
+    assert data["steps"][1]["validity"] == [0.95, 0.7] and data["steps"][1]["rho_star"][0.1] > data["steps"][1]["p_star"]
+    fig = CH.plot_alpha_slider(data)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 2 and all(s.method == "update" for s in steps)
+    assert steps[0].args[0]["y"][1] != steps[1].args[0]["y"][1]          # the bars change with alpha
+    assert "1 of 2 datasets" in steps[1].args[1]["title.text"]          # only A reaches 0.9
+    with pytest.raises(ValueError):
+        CH.plot_alpha_slider(CH.alpha_slider_data(curves.iloc[:0], _table1({})))
+
+
 # --------------------------------------------------------------------------- claims: holds, fails, no data
 
 

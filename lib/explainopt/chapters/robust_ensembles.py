@@ -23,7 +23,9 @@ from dataclasses import asdict, dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import seaborn as sns
+from plotly.subplots import make_subplots
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.inspection import permutation_importance
 from sklearn.model_selection import train_test_split
@@ -42,6 +44,7 @@ from ..counterfactuals.ensembles import (
 )
 from ..datasets import ENSEMBLE_DATASETS, load_dataset
 from ..experiments import run_grid
+from ..plots import PALETTE
 from ..reporting import Claim, claim, every, missing
 from . import paper_table
 
@@ -543,6 +546,76 @@ def plot_importance(tables: dict):
         ax.set(title=name, xlabel="share (normalized to 1)")
     axes[0].legend(fontsize="x-small")
     fig.tight_layout()
+    return fig
+
+
+def alpha_slider_data(curves, table1, *, n_estimators: int = 100, betas=(0.05, 0.1)) -> dict:
+    """What :func:`plot_alpha_slider` shows, from this run's Direct-SAA curves (:func:`saa_curves`) and
+    naive validities (:func:`naive_validity_table`): per tolerance alpha of the run (target increasing),
+    the thresholds p*(N, alpha) and rho*(N, alpha, beta) and each dataset's Direct-SAA validity under
+    retraining (NaN where the dataset did not run that alpha)."""
+    direct = curves[curves.label == "Direct-SAA"] if len(curves) else curves
+    datasets = list(dict.fromkeys(direct["dataset"])) if len(direct) else []
+    alphas = sorted({float(a) for a in direct["alpha"]}, reverse=True) if len(direct) else []
+    naive = table1.set_index("dataset")["ours [%]"] / 100 if len(table1) else pd.Series(dtype=float)
+    steps = []
+    for a in alphas:
+        sub = direct[np.isclose(direct["alpha"].astype(float), a)].set_index("dataset")
+        steps.append({"alpha": a, "target": 1 - a, "p_star": robustness_threshold(n_estimators, a),
+                      "rho_star": {float(b): robust_saa_threshold(n_estimators, a, b) for b in betas},
+                      "validity": [float(sub["rate"].get(d, np.nan)) for d in datasets],
+                      "n": [int(sub["n"].get(d, 0)) for d in datasets]})
+    return {"n_estimators": int(n_estimators), "datasets": datasets, "betas": [float(b) for b in betas],
+            "naive": [float(naive.get(d, np.nan)) for d in datasets], "steps": steps}
+
+
+def plot_alpha_slider(data: dict) -> go.Figure:
+    """An interactive figure (plotly) with a slider over the run's tolerances alpha. Left: p*(N, alpha) and
+    rho*(N, alpha, beta) against the target 1 - alpha, with the chosen alpha marked; right: per dataset the
+    validity under retraining of the naive counterfactuals (fixed) and of the Direct-SAA ones at the
+    chosen alpha, beside the target. Each step restyles the marker, the Direct-SAA bars and the target
+    line, and states in the title how many datasets meet the target."""
+    n, steps, names = data["n_estimators"], data["steps"], data["datasets"]
+    if not steps:
+        raise ValueError("no Direct-SAA results to show")
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6],
+                        subplot_titles=(f"score thresholds (N = {n})", "validity under retraining"))
+    targets = np.linspace(0.5, 0.99, 99)
+    fig.add_trace(go.Scatter(x=targets, y=[robustness_threshold(n, 1 - t) for t in targets], mode="lines",
+                             name="p*(N, α) (Direct-SAA)", line=dict(color=PALETTE[0], width=2)), row=1, col=1)
+    for k, b in enumerate(data["betas"]):
+        fig.add_trace(go.Scatter(x=targets, y=[robust_saa_threshold(n, 1 - t, b) for t in targets], mode="lines",
+                                 name=f"ρ*(N, α, β={b:g}) (Robust-SAA)",
+                                 line=dict(color=PALETTE[2 + k], width=1.5, dash="dash")), row=1, col=1)
+    start = 0
+    first = steps[start]
+    fig.add_trace(go.Scatter(x=[first["target"]], y=[first["p_star"]], mode="markers", name="chosen α",
+                             marker=dict(color="black", size=11, symbol="circle-open", line=dict(width=2))),
+                  row=1, col=1)
+    fig.add_trace(go.Bar(x=names, y=data["naive"], name="naive", marker_color="#999999"), row=1, col=2)
+    fig.add_trace(go.Bar(x=names, y=first["validity"], name="Direct-SAA", marker_color=PALETTE[0]), row=1, col=2)
+    fig.add_trace(go.Scatter(x=names, y=[first["target"]] * len(names), mode="lines+markers", name="target 1 − α",
+                             line=dict(color="black", dash="dot")), row=1, col=2)
+    marker, bars, line = len(fig.data) - 3, len(fig.data) - 2, len(fig.data) - 1
+
+    def title(step):
+        met = sum(v >= step["target"] - 1e-9 for v in step["validity"] if not np.isnan(v))
+        ran = sum(not np.isnan(v) for v in step["validity"])
+        rho = ", ".join(f"ρ*(β={b:g}) = {r:.3f}" for b, r in step["rho_star"].items())
+        return (f"1 − α = {step['target']:.2f}: p* = {step['p_star']:.3f}{', ' + rho if rho else ''}; "
+                f"Direct-SAA meets the target on {met} of {ran} datasets")
+
+    slider_steps = [dict(method="update", label=f"{s['target']:.2f}",
+                         args=[{"x": [[s["target"]], names, names],
+                                "y": [[s["p_star"]], s["validity"], [s["target"]] * len(names)]},
+                               {"title.text": title(s)}, [marker, bars, line]]) for s in steps]
+    fig.update_layout(title=dict(text=title(first), font=dict(size=13)), height=460, template="plotly_white",
+                      barmode="group", legend=dict(orientation="h", y=-0.3),
+                      sliders=[dict(active=start, steps=slider_steps, currentvalue=dict(prefix="target 1 − α: "),
+                                    pad=dict(t=60))])
+    fig.update_xaxes(title_text="target 1 − α", row=1, col=1)
+    fig.update_yaxes(title_text="threshold on the score", row=1, col=1)
+    fig.update_yaxes(title_text="share valid for T1", range=[0, 1.05], row=1, col=2)
     return fig
 
 
