@@ -82,6 +82,22 @@ def test_book_grid_gives_spambase_its_own_settings_and_runs_it_first():
     assert "Spambase with factuals 2" in CH.describe_grid(S, betas=[0.05, 0.1])
 
 
+def test_grids_declare_the_notebooks_cells_and_fill_n100_before_n400_round_by_round():
+    book = settings(CH.SCALES, "book")
+    grid = CH.grids(book, betas=[0.05, 0.1], seed=0, solver="auto")["simulations"]
+    assert grid.func is CH.simulate
+    assert grid.configs == CH.grid_configs(book, betas=[0.05, 0.1], first_sim=0, solver="auto")  # the book's cells
+    assert sorted(grid.order) == list(range(len(grid.configs)))
+    paper = CH.grids(settings(CH.SCALES, "paper"))["simulations"]
+    assert len(paper) == 7 * (40 + 20)
+    ordered = [paper.configs[i] for i in paper.order]
+    assert [c["n_estimators"] for c in ordered] == [100] * 280 + [400] * 140
+    assert [c["sim"] for c in ordered[:14]] == [0] * 7 + [1] * 7      # one simulation of every dataset per round
+    assert [c["dataset"] for c in ordered[:7]] == list(CH.COST_ORDER)   # cheapest first, Spambase last
+    assert ordered[0]["betas"] == [] and ordered[6]["betas"] == [0.05, 0.1] and ordered[280]["betas"] == []
+    assert CH.simulation_frame([None, None]).columns.tolist() == CH.SIMULATION_COLUMNS
+
+
 def test_settings_keep_the_scales_factuals_unless_the_reader_gives_a_number():
     assert settings(CH.SCALES, "smoke", factuals=None)["factuals"] == 2
     assert settings(CH.SCALES, "smoke", factuals=3)["factuals"] == 3

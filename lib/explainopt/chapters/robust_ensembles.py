@@ -18,7 +18,7 @@ The protocol of the paper's experiments and of the authors' code, around the alg
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,9 +30,10 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.inspection import permutation_importance
 from sklearn.model_selection import train_test_split
 
-from .. import solvers
+from .. import experiments, solvers
 from ..counterfactuals.ensembles import (
     SAA_METHODS,
+    EnsembleCounterfactual,
     binomial_interval,
     ensemble_counterfactual,
     feature_weights,
@@ -57,6 +58,10 @@ LOF_WEIGHTS = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 METHODS = SAA_METHODS + ("isolation-forest", "lof")
 #: The paper's simulations per forest size and factuals per simulation (Section 5, Appendix C.4).
 PAPER_SIMULATIONS, PAPER_FACTUALS = {100: 40, 400: 20}, 5
+#: Datasets from the cheapest MILPs to the dearest (fewest columns after one-hot encoding first, Spambase's
+#: 57 continuous features last): the order in which a budgeted run fills one round of simulations.
+COST_ORDER = ("COMPAS", "Credit-Card-Default", "German-Credit", "Phishing", "Adult", "Students-Performance",
+              "Spambase")
 #: Appendix C.6 compares importance and changes on two datasets with robust naive counterfactuals and
 #: two without (Figures 11 and 12).
 IMPORTANCE_DATASETS = ("COMPAS", "Phishing", "Credit-Card-Default", "Spambase")
@@ -245,11 +250,45 @@ def comparison_solver(frame, *, candidate: str = "gurobi") -> str | None:
     return candidate
 
 
+#: The columns of :func:`simulate`'s rows (an empty frame keeps them, e.g. a paper-scale store not filled yet).
+SIMULATION_COLUMNS = (["dataset", "sim", "n_estimators", "factual", "method", "alpha", "beta", "contamination",
+                       "lof_weight"] + [f.name for f in fields(EnsembleCounterfactual) if f.name != "x"]
+                      + ["valid_retrained", "x0", "x"])
+
+
+def simulation_frame(results) -> pd.DataFrame:
+    """The rows of computed simulations (lists of :func:`simulate` rows; None for a cell not computed) as
+    one DataFrame with :data:`SIMULATION_COLUMNS`."""
+    rows = [row for rows in results if rows is not None for row in rows]
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=SIMULATION_COLUMNS)
+
+
 def run_simulations(configs, *, cache=None, n_jobs: int = 1, progress: bool = False):
     """All simulations of `configs` (parallel, cached by ``experiments.run_grid``) as one DataFrame."""
     results = run_grid(simulate, configs, cache=cache, n_jobs=n_jobs, progress=progress,
                        description="chapter 5 simulations")
-    return pd.DataFrame([row for rows in results for row in rows])
+    return simulation_frame(results)
+
+
+def simulation_order(configs) -> list[int]:
+    """The order in which a budgeted run computes the simulation cells `configs`: forest size by forest
+    size as listed (the paper's 40 simulations with N = 100 for every dataset before the 20 with
+    N = 400, which no smaller scale runs), simulation by simulation (every dataset's estimate grows
+    together, so each per-dataset claim is decided as early as the budget allows), and within one
+    simulation the cheapest datasets first (:data:`COST_ORDER`; the slowest, Spambase, closes the round)."""
+    sizes = list(dict.fromkeys(c["n_estimators"] for c in configs))
+    cost = {name: i for i, name in enumerate(COST_ORDER)}
+    return sorted(range(len(configs)), key=lambda i: (sizes.index(configs[i]["n_estimators"]), configs[i]["sim"],
+                                                      cost.get(configs[i]["dataset"], len(cost)), i))
+
+
+def grids(S: dict, *, betas=(0.05, 0.1), seed: int = 0, solver: str | None = "auto") -> dict[str, experiments.Grid]:
+    """The chapter's grids at settings `S` (a row of :data:`SCALES` with the reader's overrides), in the
+    order a budgeted run fills them: ``simulations``, one cell per (dataset, simulation, forest size)
+    (:func:`grid_configs`, :func:`simulation_order`). `betas`, `seed` (the first simulation) and `solver`
+    are the notebook's parameters of the same names, with the notebook's defaults."""
+    configs = grid_configs(S, betas=list(betas), first_sim=seed, solver=solver)
+    return {"simulations": experiments.Grid(simulate, configs, order=simulation_order(configs))}
 
 
 def describe_grid(settings: dict, *, betas) -> str:
