@@ -150,6 +150,27 @@ def test_solve_time_table_keeps_licence_fallbacks_apart_and_ignores_failed_solve
     assert CH.solve_time_table(frame.iloc[:0]).empty
 
 
+def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio_uses_medians():
+    rows = [{"dataset": "COMPAS", "method": m, "alpha": a, "beta": None, "solver": "highs", "fallback_from": None,
+             "status": st, "solve_time": t}
+            for m, a, st, t in [("naive", None, "optimal", 1.0), ("naive", None, "optimal", 3.0),
+                                ("direct-saa", 0.5, "optimal", 2.0), ("direct-saa", 0.1, "time_limit", 20.0),
+                                ("isolation-forest", None, "optimal", 8.0), ("lof", None, "optimal", 4.0),
+                                ("lof", None, "no_solution", 99.0)]]
+    rows[0]["fallback_from"] = "gurobi"
+    times = CH.solve_time_frame(pd.DataFrame(rows))
+    assert len(times) == 6 and 99.0 not in set(times.solve_time)
+    assert times.loc[0, "solver"] == "highs (gurobi refused)" and set(times.label) == {"naive", "Direct-SAA",
+                                                                                      "isolation forest", "1-LOF"}
+    ratio = CH.benchmark_time_ratio(times)
+    assert ratio["COMPAS"] == pytest.approx(6.0 / 2.0)      # median(8, 4) / median(1, 3)
+    assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio * 0.1).verdict == DIFFERS
+    assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
+    ax = CH.plot_solve_times(times)
+    assert ax.get_yscale() == "log"
+
+
 def test_check_counts_count_verified_relaxed_and_repaired_points():
     frame = pd.DataFrame({"dataset": "COMPAS", "status": ["optimal", "optimal", "time_limit", "infeasible"],
                           "relaxed": [False, True, False, False], "valid": [True, True, True, False],
@@ -203,7 +224,7 @@ EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1":
 
 def test_every_claim_is_not_run_without_data():
     claims = CH.claims(**EMPTY, datasets=[])
-    assert len(claims) == 9 and {c.verdict for c in claims} == {NOT_RUN}
+    assert len(claims) == 10 and {c.verdict for c in claims} == {NOT_RUN}
 
 
 def test_verified_claim():
