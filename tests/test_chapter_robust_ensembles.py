@@ -82,6 +82,22 @@ def test_book_grid_gives_spambase_its_own_settings_and_runs_it_first():
     assert "Spambase with factuals 2" in CH.describe_grid(S, betas=[0.05, 0.1])
 
 
+def test_grids_declare_the_notebooks_cells_and_fill_n100_before_n400_round_by_round():
+    book = settings(CH.SCALES, "book")
+    grid = CH.grids(book, betas=[0.05, 0.1], seed=0, solver="auto")["simulations"]
+    assert grid.func is CH.simulate
+    assert grid.configs == CH.grid_configs(book, betas=[0.05, 0.1], first_sim=0, solver="auto")  # the book's cells
+    assert sorted(grid.order) == list(range(len(grid.configs)))
+    paper = CH.grids(settings(CH.SCALES, "paper"))["simulations"]
+    assert len(paper) == 7 * (40 + 20)
+    ordered = [paper.configs[i] for i in paper.order]
+    assert [c["n_estimators"] for c in ordered] == [100] * 280 + [400] * 140
+    assert [c["sim"] for c in ordered[:14]] == [0] * 7 + [1] * 7      # one simulation of every dataset per round
+    assert [c["dataset"] for c in ordered[:7]] == list(CH.COST_ORDER)   # cheapest first, Spambase last
+    assert ordered[0]["betas"] == [] and ordered[6]["betas"] == [0.05, 0.1] and ordered[280]["betas"] == []
+    assert CH.simulation_frame([None, None]).columns.tolist() == CH.SIMULATION_COLUMNS
+
+
 def test_settings_keep_the_scales_factuals_unless_the_reader_gives_a_number():
     assert settings(CH.SCALES, "smoke", factuals=None)["factuals"] == 2
     assert settings(CH.SCALES, "smoke", factuals=3)["factuals"] == 3
@@ -134,6 +150,27 @@ def test_solve_time_table_keeps_licence_fallbacks_apart_and_ignores_failed_solve
     assert CH.solve_time_table(frame.iloc[:0]).empty
 
 
+def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio_uses_medians():
+    rows = [{"dataset": "COMPAS", "method": m, "alpha": a, "beta": None, "solver": "highs", "fallback_from": None,
+             "status": st, "solve_time": t}
+            for m, a, st, t in [("naive", None, "optimal", 1.0), ("naive", None, "optimal", 3.0),
+                                ("direct-saa", 0.5, "optimal", 2.0), ("direct-saa", 0.1, "time_limit", 20.0),
+                                ("isolation-forest", None, "optimal", 8.0), ("lof", None, "optimal", 4.0),
+                                ("lof", None, "no_solution", 99.0)]]
+    rows[0]["fallback_from"] = "gurobi"
+    times = CH.solve_time_frame(pd.DataFrame(rows))
+    assert len(times) == 6 and 99.0 not in set(times.solve_time)
+    assert times.loc[0, "solver"] == "highs (gurobi refused)" and set(times.label) == {"naive", "Direct-SAA",
+                                                                                      "isolation forest", "1-LOF"}
+    ratio = CH.benchmark_time_ratio(times)
+    assert ratio["COMPAS"] == pytest.approx(6.0 / 2.0)      # median(8, 4) / median(1, 3)
+    assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio * 0.1).verdict == DIFFERS
+    assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
+    ax = CH.plot_solve_times(times)
+    assert ax.get_yscale() == "log"
+
+
 def test_check_counts_count_verified_relaxed_and_repaired_points():
     frame = pd.DataFrame({"dataset": "COMPAS", "status": ["optimal", "optimal", "time_limit", "infeasible"],
                           "relaxed": [False, True, False, False], "valid": [True, True, True, False],
@@ -153,6 +190,23 @@ def test_counterfactual_path_shows_the_changed_features_per_target():
     assert "moves 0 of 1 times" in CH.describe_path(path, dataset="COMPAS")
 
 
+def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():
+    curves = pd.DataFrame({"dataset": ["A", "A", "B", "B", "A"], "label": ["Direct-SAA"] * 4 + ["Robust-SAA (beta=0.1)"],
+                           "alpha": [0.5, 0.1, 0.5, 0.1, 0.1], "rate": [0.6, 0.95, 0.4, 0.7, 1.0],
+                           "n": [5, 5, 5, 5, 5]})
+    data = CH.alpha_slider_data(curves, _table1({"A": 50, "B": 20}), n_estimators=101, betas=[0.1])
+    assert data["datasets"] == ["A", "B"] and data["naive"] == [0.5, 0.2]
+    assert [s["alpha"] for s in data["steps"]] == [0.5, 0.1] and data["steps"][0]["p_star"] == pytest.approx(0.5)
+    assert data["steps"][1]["validity"] == [0.95, 0.7] and data["steps"][1]["rho_star"][0.1] > data["steps"][1]["p_star"]
+    fig = CH.plot_alpha_slider(data)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) == 2 and all(s.method == "update" for s in steps)
+    assert steps[0].args[0]["y"][1] != steps[1].args[0]["y"][1]          # the bars change with alpha
+    assert "1 of 2 datasets" in steps[1].args[1]["title.text"]          # only A reaches 0.9
+    with pytest.raises(ValueError):
+        CH.plot_alpha_slider(CH.alpha_slider_data(curves.iloc[:0], _table1({})))
+
+
 # --------------------------------------------------------------------------- claims: holds, fails, no data
 
 
@@ -170,7 +224,7 @@ EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1":
 
 def test_every_claim_is_not_run_without_data():
     claims = CH.claims(**EMPTY, datasets=[])
-    assert len(claims) == 9 and {c.verdict for c in claims} == {NOT_RUN}
+    assert len(claims) == 10 and {c.verdict for c in claims} == {NOT_RUN}
 
 
 def test_verified_claim():

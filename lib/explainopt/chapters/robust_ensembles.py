@@ -18,19 +18,22 @@ The protocol of the paper's experiments and of the authors' code, around the alg
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import seaborn as sns
+from plotly.subplots import make_subplots
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.inspection import permutation_importance
 from sklearn.model_selection import train_test_split
 
-from .. import solvers
+from .. import experiments, solvers
 from ..counterfactuals.ensembles import (
     SAA_METHODS,
+    EnsembleCounterfactual,
     binomial_interval,
     ensemble_counterfactual,
     feature_weights,
@@ -42,6 +45,7 @@ from ..counterfactuals.ensembles import (
 )
 from ..datasets import ENSEMBLE_DATASETS, load_dataset
 from ..experiments import run_grid
+from ..plots import PALETTE
 from ..reporting import Claim, claim, every, missing
 from . import paper_table
 
@@ -54,6 +58,10 @@ LOF_WEIGHTS = (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0)
 METHODS = SAA_METHODS + ("isolation-forest", "lof")
 #: The paper's simulations per forest size and factuals per simulation (Section 5, Appendix C.4).
 PAPER_SIMULATIONS, PAPER_FACTUALS = {100: 40, 400: 20}, 5
+#: Datasets from the cheapest MILPs to the dearest (fewest columns after one-hot encoding first, Spambase's
+#: 57 continuous features last): the order in which a budgeted run fills one round of simulations.
+COST_ORDER = ("COMPAS", "Credit-Card-Default", "German-Credit", "Phishing", "Adult", "Students-Performance",
+              "Spambase")
 #: Appendix C.6 compares importance and changes on two datasets with robust naive counterfactuals and
 #: two without (Figures 11 and 12).
 IMPORTANCE_DATASETS = ("COMPAS", "Phishing", "Credit-Card-Default", "Spambase")
@@ -242,11 +250,45 @@ def comparison_solver(frame, *, candidate: str = "gurobi") -> str | None:
     return candidate
 
 
+#: The columns of :func:`simulate`'s rows (an empty frame keeps them, e.g. a paper-scale store not filled yet).
+SIMULATION_COLUMNS = (["dataset", "sim", "n_estimators", "factual", "method", "alpha", "beta", "contamination",
+                       "lof_weight"] + [f.name for f in fields(EnsembleCounterfactual) if f.name != "x"]
+                      + ["valid_retrained", "x0", "x"])
+
+
+def simulation_frame(results) -> pd.DataFrame:
+    """The rows of computed simulations (lists of :func:`simulate` rows; None for a cell not computed) as
+    one DataFrame with :data:`SIMULATION_COLUMNS`."""
+    rows = [row for rows in results if rows is not None for row in rows]
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=SIMULATION_COLUMNS)
+
+
 def run_simulations(configs, *, cache=None, n_jobs: int = 1, progress: bool = False):
     """All simulations of `configs` (parallel, cached by ``experiments.run_grid``) as one DataFrame."""
     results = run_grid(simulate, configs, cache=cache, n_jobs=n_jobs, progress=progress,
                        description="chapter 5 simulations")
-    return pd.DataFrame([row for rows in results for row in rows])
+    return simulation_frame(results)
+
+
+def simulation_order(configs) -> list[int]:
+    """The order in which a budgeted run computes the simulation cells `configs`: forest size by forest
+    size as listed (the paper's 40 simulations with N = 100 for every dataset before the 20 with
+    N = 400, which no smaller scale runs), simulation by simulation (every dataset's estimate grows
+    together, so each per-dataset claim is decided as early as the budget allows), and within one
+    simulation the cheapest datasets first (:data:`COST_ORDER`; the slowest, Spambase, closes the round)."""
+    sizes = list(dict.fromkeys(c["n_estimators"] for c in configs))
+    cost = {name: i for i, name in enumerate(COST_ORDER)}
+    return sorted(range(len(configs)), key=lambda i: (sizes.index(configs[i]["n_estimators"]), configs[i]["sim"],
+                                                      cost.get(configs[i]["dataset"], len(cost)), i))
+
+
+def grids(S: dict, *, betas=(0.05, 0.1), seed: int = 0, solver: str | None = "auto") -> dict[str, experiments.Grid]:
+    """The chapter's grids at settings `S` (a row of :data:`SCALES` with the reader's overrides), in the
+    order a budgeted run fills them: ``simulations``, one cell per (dataset, simulation, forest size)
+    (:func:`grid_configs`, :func:`simulation_order`). `betas`, `seed` (the first simulation) and `solver`
+    are the notebook's parameters of the same names, with the notebook's defaults."""
+    configs = grid_configs(S, betas=list(betas), first_sim=seed, solver=solver)
+    return {"simulations": experiments.Grid(simulate, configs, order=simulation_order(configs))}
 
 
 def describe_grid(settings: dict, *, betas) -> str:
@@ -364,6 +406,33 @@ def solve_time_table(frame, *more):
                      "direct-saa": direct, "ratio": direct / naive if naive > 0 else float("nan")})
     return pd.DataFrame(rows, columns=["dataset", "solver", "refused by", "problems", "solved", "at limit", "naive",
                                        "direct-saa", "ratio"])
+
+
+def solve_time_frame(frame, *more):
+    """One row per solve that returned a point (``optimal`` or ``time_limit``) of `frame` and the frames in
+    `more`: dataset, method label (:func:`method_label`), solver (with the licence that refused the
+    problem, e.g. ``highs (gurobi refused)``) and solve_time [s]: the data of Figure 6."""
+    parts = [f for f in (frame, *more) if len(f)]
+    if not parts:
+        return pd.DataFrame(columns=["dataset", "label", "solver", "solve_time"])
+    sub = pd.concat(parts, ignore_index=True)
+    sub = sub[sub.status.isin(["optimal", "time_limit"])].copy()
+    sub["label"] = sub.apply(method_label, axis=1) if len(sub) else []
+    refused = sub["fallback_from"].fillna("") if "fallback_from" in sub else pd.Series("", index=sub.index)
+    sub["solver"] = [f"{s} ({r} refused)" if r else str(s) for s, r in zip(sub["solver"], refused)]
+    return sub[["dataset", "label", "solver", "solve_time"]].reset_index(drop=True)
+
+
+def benchmark_time_ratio(times) -> pd.Series:
+    """Per dataset where a plausibility benchmark ran: the median solve time of the benchmarks (isolation
+    forest and 1-LOF together) over the naive one (rows of :func:`solve_time_frame`)."""
+    out = {}
+    for name, g in times.groupby("dataset", sort=False):
+        naive = g.loc[g.label == "naive", "solve_time"]
+        bench = g.loc[g.label.isin(["isolation forest", "1-LOF"]), "solve_time"]
+        if len(naive) and len(bench) and naive.median() > 0:
+            out[name] = float(bench.median() / naive.median())
+    return pd.Series(out, name="benchmarks / naive (median time)", dtype=float)
 
 
 def check_counts(frame):
@@ -530,6 +599,24 @@ def plot_changes(curves, *, ax=None):
     return ax
 
 
+#: The methods of Figure 6 in the paper's order.
+TIME_ORDER = ("naive", "Direct-SAA", "Robust-SAA (beta=0.1)", "Robust-SAA (beta=0.05)", "isolation forest", "1-LOF")
+
+
+def plot_solve_times(times, *, ax=None):
+    """Figure 6: box plots of the solve times per dataset and method, over every parameter of the method
+    (every alpha for Direct-SAA, every contamination for the isolation forest, ...); log scale."""
+    ax = ax or plt.gca()
+    labels = [m for m in TIME_ORDER if m in set(times["label"])] + sorted(set(times["label"]) - set(TIME_ORDER))
+    sns.boxplot(data=times, x="dataset", y="solve_time", hue="label", hue_order=labels, ax=ax, fliersize=2,
+                linewidth=0.8)
+    ax.set_yscale("log")
+    ax.set(xlabel="", ylabel="solve time [s] (log scale)")
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.legend(fontsize="x-small", title=None)
+    return ax
+
+
 def plot_importance(tables: dict):
     """Appendix C.6 (Figures 11-12): normalized permutation importance beside normalized mean changes."""
     fig, axes = _facets(list(tables), ncols=max(1, len(tables)), size=4.0)
@@ -543,6 +630,76 @@ def plot_importance(tables: dict):
         ax.set(title=name, xlabel="share (normalized to 1)")
     axes[0].legend(fontsize="x-small")
     fig.tight_layout()
+    return fig
+
+
+def alpha_slider_data(curves, table1, *, n_estimators: int = 100, betas=(0.05, 0.1)) -> dict:
+    """What :func:`plot_alpha_slider` shows, from this run's Direct-SAA curves (:func:`saa_curves`) and
+    naive validities (:func:`naive_validity_table`): per tolerance alpha of the run (target increasing),
+    the thresholds p*(N, alpha) and rho*(N, alpha, beta) and each dataset's Direct-SAA validity under
+    retraining (NaN where the dataset did not run that alpha)."""
+    direct = curves[curves.label == "Direct-SAA"] if len(curves) else curves
+    datasets = list(dict.fromkeys(direct["dataset"])) if len(direct) else []
+    alphas = sorted({float(a) for a in direct["alpha"]}, reverse=True) if len(direct) else []
+    naive = table1.set_index("dataset")["ours [%]"] / 100 if len(table1) else pd.Series(dtype=float)
+    steps = []
+    for a in alphas:
+        sub = direct[np.isclose(direct["alpha"].astype(float), a)].set_index("dataset")
+        steps.append({"alpha": a, "target": 1 - a, "p_star": robustness_threshold(n_estimators, a),
+                      "rho_star": {float(b): robust_saa_threshold(n_estimators, a, b) for b in betas},
+                      "validity": [float(sub["rate"].get(d, np.nan)) for d in datasets],
+                      "n": [int(sub["n"].get(d, 0)) for d in datasets]})
+    return {"n_estimators": int(n_estimators), "datasets": datasets, "betas": [float(b) for b in betas],
+            "naive": [float(naive.get(d, np.nan)) for d in datasets], "steps": steps}
+
+
+def plot_alpha_slider(data: dict) -> go.Figure:
+    """An interactive figure (plotly) with a slider over the run's tolerances alpha. Left: p*(N, alpha) and
+    rho*(N, alpha, beta) against the target 1 - alpha, with the chosen alpha marked; right: per dataset the
+    validity under retraining of the naive counterfactuals (fixed) and of the Direct-SAA ones at the
+    chosen alpha, beside the target. Each step restyles the marker, the Direct-SAA bars and the target
+    line, and states in the title how many datasets meet the target."""
+    n, steps, names = data["n_estimators"], data["steps"], data["datasets"]
+    if not steps:
+        raise ValueError("no Direct-SAA results to show")
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.4, 0.6],
+                        subplot_titles=(f"score thresholds (N = {n})", "validity under retraining"))
+    targets = np.linspace(0.5, 0.99, 99)
+    fig.add_trace(go.Scatter(x=targets, y=[robustness_threshold(n, 1 - t) for t in targets], mode="lines",
+                             name="p*(N, α) (Direct-SAA)", line=dict(color=PALETTE[0], width=2)), row=1, col=1)
+    for k, b in enumerate(data["betas"]):
+        fig.add_trace(go.Scatter(x=targets, y=[robust_saa_threshold(n, 1 - t, b) for t in targets], mode="lines",
+                                 name=f"ρ*(N, α, β={b:g}) (Robust-SAA)",
+                                 line=dict(color=PALETTE[2 + k], width=1.5, dash="dash")), row=1, col=1)
+    start = 0
+    first = steps[start]
+    fig.add_trace(go.Scatter(x=[first["target"]], y=[first["p_star"]], mode="markers", name="chosen α",
+                             marker=dict(color="black", size=11, symbol="circle-open", line=dict(width=2))),
+                  row=1, col=1)
+    fig.add_trace(go.Bar(x=names, y=data["naive"], name="naive", marker_color="#999999"), row=1, col=2)
+    fig.add_trace(go.Bar(x=names, y=first["validity"], name="Direct-SAA", marker_color=PALETTE[0]), row=1, col=2)
+    fig.add_trace(go.Scatter(x=names, y=[first["target"]] * len(names), mode="lines+markers", name="target 1 − α",
+                             line=dict(color="black", dash="dot")), row=1, col=2)
+    marker, bars, line = len(fig.data) - 3, len(fig.data) - 2, len(fig.data) - 1
+
+    def title(step):
+        met = sum(v >= step["target"] - 1e-9 for v in step["validity"] if not np.isnan(v))
+        ran = sum(not np.isnan(v) for v in step["validity"])
+        rho = ", ".join(f"ρ*(β={b:g}) = {r:.3f}" for b, r in step["rho_star"].items())
+        return (f"1 − α = {step['target']:.2f}: p* = {step['p_star']:.3f}{', ' + rho if rho else ''}; "
+                f"Direct-SAA meets the target on {met} of {ran} datasets")
+
+    slider_steps = [dict(method="update", label=f"{s['target']:.2f}",
+                         args=[{"x": [[s["target"]], names, names],
+                                "y": [[s["p_star"]], s["validity"], [s["target"]] * len(names)]},
+                               {"title.text": title(s)}, [marker, bars, line]]) for s in steps]
+    fig.update_layout(title=dict(text=title(first), font=dict(size=13)), height=460, template="plotly_white",
+                      barmode="group", legend=dict(orientation="h", y=-0.3),
+                      sliders=[dict(active=start, steps=slider_steps, currentvalue=dict(prefix="target 1 − α: "),
+                                    pad=dict(t=60))])
+    fig.update_xaxes(title_text="target 1 − α", row=1, col=1)
+    fig.update_yaxes(title_text="threshold on the score", row=1, col=1)
+    fig.update_yaxes(title_text="share valid for T1", range=[0, 1.05], row=1, col=2)
     return fig
 
 
@@ -654,6 +811,15 @@ def claim_solve_time(times, *, factor: float = 2.0) -> Claim:
                  why=f"small = at most {factor:g} times the naive time on every dataset and solver measured")
 
 
+def claim_benchmark_time(ratio) -> Claim:
+    """The plausibility benchmarks take longer to solve than the naive problem on every dataset where they
+    ran (median solve times, Figure 6)."""
+    return claim("The plausibility benchmarks cost more solve time (Fig. 6)", paper=_paper("benchmark_time"),
+                 ours=", ".join(f"{d} {r:.1f}x" for d, r in ratio.items()) or "not run",
+                 holds=every(ratio, lambda r: r > 1),
+                 why="median time of the isolation-forest and 1-LOF problems over the naive ones, per dataset")
+
+
 def claim_importance(correlation, *, minimum: float = 0.5) -> Claim:
     """Spearman(importance, change) above `minimum` on every dataset shown (Appendix C.6)."""
     return claim("Feature changes follow predictive importance (App. C.6)", paper=_paper("importance"),
@@ -672,9 +838,11 @@ def claim_large_forests(table3) -> Claim:
                  holds=None if missing(ours) else ours < 50, why="low = below 50% on Spambase")
 
 
-def claims(*, checks, table1, curves, points, times, correlation, table3, datasets) -> list[Claim]:
+def claims(*, checks, table1, curves, points, times, correlation, table3, datasets,
+           benchmark_times=None) -> list[Claim]:
     """The chapter's claims, each decided from the run (*not run* where its data are missing)."""
+    benchmark_times = pd.Series(dtype=float) if benchmark_times is None else benchmark_times
     return [claim_verified(checks), claim_naive_below_half(table1), claim_spambase_naive(table1),
             claim_direct_saa_targets(curves, datasets=datasets), claim_robust_saa_spambase(curves),
-            claim_dominance(points), claim_solve_time(times), claim_importance(correlation),
-            claim_large_forests(table3)]
+            claim_dominance(points), claim_solve_time(times), claim_benchmark_time(benchmark_times),
+            claim_importance(correlation), claim_large_forests(table3)]
