@@ -257,10 +257,85 @@ def test_the_ensemble_counterfactual_is_the_nearest_counterfactual_with_a_score_
     assert compared
 
 
+# --------------------------------------------------------------------------- several thresholds, one problem
+
+
+def _thresholds(n):
+    """Naive, Direct-SAA at four tolerances, one Robust-SAA and an unreachable one, unsorted, with a repeat."""
+    return [ens.robustness_threshold(n, 0.1), 0.5, ens.robustness_threshold(n, 0.5), 1.0,
+            ens.robustness_threshold(n, 0.3), ens.robust_saa_threshold(n, 0.1, 0.05),
+            ens.robustness_threshold(n, 0.01), 0.5]
+
+
+def _assert_same_optimum(chained, alone, tau, target, forest):
+    assert chained.tau == alone.tau == tau and chained.target == alone.target == target
+    assert chained.status == alone.status and chained.relaxed == alone.relaxed
+    if alone.x is None:
+        assert chained.x is None
+        return
+    proba = forest.predict_proba(chained.x.reshape(1, -1))[0, target]
+    assert chained.score == pytest.approx(proba, abs=1e-12)  # the forest's own score, not the MILP's
+    assert chained.valid == (int(forest.predict(chained.x.reshape(1, -1))[0]) == target)
+    if chained.relaxed:  # the penalized objective is what both minimized
+        penalty = 5000.0 * len(chained.x)
+        assert chained.distance + penalty * chained.relaxation == pytest.approx(
+            alone.distance + penalty * alone.relaxation, rel=2e-4, abs=1e-6)
+        return
+    # both solved to optimality within the MIP gap 1e-4: the same optimum
+    assert chained.distance == pytest.approx(alone.distance, rel=2e-4, abs=1e-6)
+    assert chained.valid and chained.meets_threshold and proba >= tau
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_one_problem_for_several_thresholds_has_the_optima_of_separate_solves(compas_sim, reuse):
+    """ensemble_counterfactuals builds the problem once with tau a cvxpy Parameter, warm-starts, and
+    (reuse) returns a lower threshold's point where it is optimal; each objective equals a separate solve."""
+    s = compas_sim
+    taus = _thresholds(s.forest.n_estimators)
+    n_reused = 0
+    for i in range(3):
+        target = 1 - int(s.forest.predict(s.X_factual[i:i + 1])[0])
+        chained = ens.ensemble_counterfactuals(s.forest, s.X_factual[i], spec=s.spec, taus=taus, reuse=reuse)
+        assert len(chained) == len(taus)
+        for tau, ce in zip(taus, chained):
+            _assert_same_optimum(ce, _ce(s, i, tau=tau), tau, target, s.forest)
+            n_reused += ce.reused
+            if ce.reused:  # no solve: the lower threshold's point, proven optimal there, meets this one
+                assert ce.solve_time == 0.0 and not ce.relaxed and ce.score >= tau + 1e-5
+        assert chained[1].distance == chained[7].distance  # the repeated threshold: one answer
+    assert (n_reused > 0) == reuse
+
+
+def test_several_thresholds_on_larger_forests_keep_the_optima():
+    """Larger fixed instances: 30 trees of depth 3 on German-Credit, naive and Direct-SAA."""
+    sim = _forest("German-Credit", n_estimators=30, max_depth=3, n_factuals=2)
+    n = sim.forest.n_estimators
+    taus = [0.5] + [ens.robustness_threshold(n, a) for a in (0.5, 0.3, 0.1)]
+    for i in range(2):
+        target = 1 - int(sim.forest.predict(sim.X_factual[i:i + 1])[0])
+        chained = ens.ensemble_counterfactuals(sim.forest, sim.X_factual[i], spec=sim.spec, taus=taus)
+        for tau, ce in zip(taus, chained):
+            _assert_same_optimum(ce, _ce(sim, i, tau=tau), tau, target, sim.forest)
+
+
+def test_several_thresholds_with_a_plausibility_model_keep_the_optima(compas_sim):
+    s = compas_sim
+    target = 1 - int(s.forest.predict(s.X_factual[:1])[0])
+    iso = ens.fit_isolation_forest(s.X_train[s.y_train == target], contamination=0.2, n_estimators=10)
+    taus = [0.5, ens.robustness_threshold(s.forest.n_estimators, 0.2)]
+    chained = ens.ensemble_counterfactuals(s.forest, s.X_factual[0], spec=s.spec, taus=taus, isolation_forest=iso)
+    for tau, ce in zip(taus, chained):
+        alone = _ce(s, 0, tau=tau, isolation_forest=iso)
+        _assert_same_optimum(ce, alone, tau, target, s.forest)
+        assert ce.inlier == alone.inlier
+
+
 def test_bad_inputs_are_refused(compas_sim):
     s = compas_sim
     with pytest.raises(ValueError, match="tau"):
         _ce(s, 0, tau=1.5)
+    with pytest.raises(ValueError, match="tau"):
+        ens.ensemble_counterfactuals(s.forest, s.X_factual[0], spec=s.spec, taus=[0.5, -0.1])
     with pytest.raises(ValueError, match="target"):
         _ce(s, 0, target=2)
     with pytest.raises(ValueError, match="features"):

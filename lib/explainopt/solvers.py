@@ -226,6 +226,7 @@ def solve(
     bounded: bool = False,
     fallback: bool = True,
     verbose: bool = False,
+    warm_start: bool = True,
 ) -> SolveResult:
     """Solve `problem` with the chosen solver and return a :class:`SolveResult`.
 
@@ -239,11 +240,15 @@ def solve(
     fallback : when a commercial solver refuses the model for its licence's size, solve it with the
         open-source solver of its class (``fallback_from`` names the refusing solver); with False the
         result has status ``licence_limit``.
+    warm_start : cvxpy's ``warm_start`` (its default, True): a problem object solved before hands the
+        solver its last solution as a start (HiGHS: the MIP's incumbent where it is feasible; a fresh
+        problem object has none). Re-solving one problem object whose data changed only through cvxpy
+        Parameters also skips its compilation (cvxpy caches it per problem object).
     """
     kind = problem_class(problem)
     name = choose_solver(kind, solver)
     result = _solve_with(problem, name, kind, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
-                         bounded=bounded, verbose=verbose)
+                         bounded=bounded, verbose=verbose, warm_start=warm_start)
     if result.status == LICENCE_LIMIT and fallback:
         log.info(result.message)
         refused = result
@@ -269,7 +274,8 @@ _STATUS = {
 }
 
 
-def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, verbose) -> SolveResult:
+def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, verbose,
+                warm_start=True) -> SolveResult:
     options = _options(name, time_limit, mip_gap, threads)
     if name == "gurobi" and not bounded:
         options["reoptimize"] = True  # INF_OR_UNBD: cvxpy re-solves with DualReductions=0
@@ -278,7 +284,7 @@ def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, v
         with warnings.catch_warnings():  # statuses are classified below; cvxpy's accuracy warning is noise
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
             warnings.filterwarnings("ignore", message="\\s*The problem is either infeasible or unbounded")
-            problem.solve(solver=CVXPY_NAMES[name], verbose=verbose, **options)
+            problem.solve(solver=CVXPY_NAMES[name], verbose=verbose, warm_start=warm_start, **options)
     except cp.error.SolverError as exc:
         elapsed = time.perf_counter() - start
         too_large = _licence_refusal(problem, name)

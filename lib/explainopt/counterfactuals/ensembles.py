@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cvxpy as cp
 import numpy as np
@@ -37,6 +37,7 @@ from scipy import stats
 from sklearn.ensemble import IsolationForest
 
 from .. import solvers
+from .base import is_valid
 from .nearest import CounterfactualResult, check_target, counterfactual_problem, distance
 
 #: The methods whose score threshold :func:`score_threshold` gives.
@@ -204,7 +205,8 @@ class EnsembleCounterfactual(CounterfactualResult):
     the target class at ``x``; meets_threshold: ``score >= tau`` (checked with the true forest, not the
     MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
     with slack ``relaxation`` (``solve_time`` then counts both solves); n_changed: features changed (a
-    one-hot group counts once); inlier: the isolation forest's decision at x, when one was given.
+    one-hot group counts once); inlier: the isolation forest's decision at x, when one was given;
+    reused: the point of a lower threshold, optimal here too (:func:`ensemble_counterfactuals`).
     """
 
     target: int | None = None
@@ -215,6 +217,7 @@ class EnsembleCounterfactual(CounterfactualResult):
     relaxation: float = float("nan")
     n_changed: int = 0
     inlier: bool | None = None
+    reused: bool = False
 
 
 def _count_changes(x, x0, spec, tol: float = 1e-6) -> int:
@@ -250,12 +253,18 @@ def _lof_terms(x, lof: LofCandidates, weights, spec):
 def _targets(forest_encoding, inlier_encoding, *, target, tau, margin, slack=0.0, inlier_slack=0.0) -> list:
     """Target-class score ``>= tau + margin`` (the encoded output is the class-1 probability, so target 0
     asks ``output <= 1 - tau - margin``) and, with an isolation forest, x an inlier; each relaxed by its
-    slack (0 for the hard problem)."""
+    slack (0 for the hard problem). `tau` may be a cvxpy Parameter (one program for every threshold)."""
     threshold = tau - slack if target == 1 else (1.0 - tau) + slack
     cons = forest_encoding.predicts(target, margin=margin, threshold=threshold)
     if inlier_encoding is not None:  # the inlier rule is inclusive: no margin
         cons += inlier_encoding.predicts(1, margin=0.0, threshold=inlier_encoding.threshold - inlier_slack)
     return cons
+
+
+def _check_tau(tau) -> float:
+    if not 0.0 <= float(tau) <= 1.0:
+        raise ValueError(f"tau must lie in [0, 1], got {tau!r}")
+    return float(tau)
 
 
 def ensemble_counterfactual(forest, x0, *, spec, tau: float = 0.5, target: int | None = None, weights=None,
@@ -277,10 +286,41 @@ def ensemble_counterfactual(forest, x0, *, spec, tau: float = 0.5, target: int |
     lof, lof_weight : 1-LOF candidates and penalty weight lambda (App. B.3).
     penalty : cost of the relaxation slack (App. B.1); default ``5000 * n_features``.
     margin : strictness of the score constraint (the authors use 1e-5).
+
+    For several thresholds of one factual, :func:`ensemble_counterfactuals` builds the problem once.
+    """
+    return ensemble_counterfactuals(forest, x0, spec=spec, taus=[tau], target=target, weights=weights,
+                                    isolation_forest=isolation_forest, lof=lof, lof_weight=lof_weight,
+                                    penalty=penalty, margin=margin, solver=solver, time_limit=time_limit,
+                                    mip_gap=mip_gap)[0]
+
+
+def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = None, weights=None,
+                             isolation_forest=None, lof: LofCandidates | None = None, lof_weight: float = 0.0,
+                             penalty: float | None = None, margin: float = 1e-5, solver: str | None = None,
+                             time_limit: float | None = None, mip_gap: float | None = 1e-4,
+                             reuse: bool = True, warm_start: bool = True) -> list[EnsembleCounterfactual]:
+    """:func:`ensemble_counterfactual` for each threshold of `taus` (one result per entry, in that order;
+    other arguments as there), with one problem per factual and forest.
+
+    The problems differ only in the right-hand side of the score constraint, so the threshold is a cvxpy
+    Parameter: the forest is encoded and the program compiled once (and once more for the relaxation of
+    App. B.1 if it is needed), then solved for the distinct thresholds in increasing order, each solve
+    warm-started from the previous one (``warm_start``). Raising tau only shrinks the feasible set, with
+    the objective unchanged, which gives two exact shortcuts (``reuse``):
+
+    * a point optimal for a lower threshold whose score (the forest's own ``predict_proba`` and the
+      encoded output) already meets the higher one is optimal there too, within the same MIP gap: it is
+      returned without a solve (``reused``; ``solve_time`` 0);
+    * when the hard problem is infeasible at a threshold, it is infeasible at every higher one: those go
+      straight to the relaxation (``relaxed``).
+
+    Each result's ``time`` counts its own solves and checks, and the first solved threshold's also the
+    encoding and compilation shared by all. Every point is checked with the forest's ``predict`` and
+    ``predict_proba``, reused or not.
     """
     started = time.perf_counter()
-    if not 0.0 <= tau <= 1.0:
-        raise ValueError(f"tau must lie in [0, 1], got {tau!r}")
+    taus = [_check_tau(t) for t in taus]
     weights = feature_weights(spec) if weights is None else np.asarray(weights, dtype=float)
     problem = counterfactual_problem(forest, x0, spec, norm="l1", weights=weights)
     x0 = problem.x0
@@ -291,26 +331,57 @@ def ensemble_counterfactual(forest, x0, *, spec, tau: float = 0.5, target: int |
     if lof is not None and lof_weight > 0:
         lof_penalty, lof_cons = _lof_terms(problem.x, lof, weights, spec)
         objective = objective + lof_weight * lof_penalty
-    options = dict(solver=solver, time_limit=time_limit, mip_gap=mip_gap)
-    targets = dict(target=target, tau=tau, margin=margin)
-    solution = problem.solve(objective, _targets(problem.encoding, inlier, **targets) + lof_cons, **options)
-    relaxed, slack = solution.result.status == solvers.INFEASIBLE, None
-    if relaxed:
-        slack = cp.Variable(nonneg=True)
-        inlier_slack = 0.0 if inlier is None else cp.Variable(nonneg=True)
-        hard_time = solution.solve_time
-        solution = problem.solve(objective + penalty * (slack + inlier_slack),
-                                 _targets(problem.encoding, inlier, slack=slack, inlier_slack=inlier_slack,
-                                          **targets) + lof_cons, **options)
-        solution.solve_time += hard_time
-    found = problem.checked(solution, target=target, started=started)
-    x = solution.x
-    if x is None:
-        return EnsembleCounterfactual(**found, target=target, tau=tau, relaxed=relaxed)
-    score = float(forest.predict_proba(x.reshape(1, -1))[0, list(forest.classes_).index(target)])
-    found["time"] = time.perf_counter() - started
-    return EnsembleCounterfactual(
-        **found, target=target, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
-        relaxation=float(slack.value) if relaxed and slack.value is not None else 0.0,
-        n_changed=_count_changes(x, x0, spec),
-        inlier=None if isolation_forest is None else bool(isolation_forest.predict(x.reshape(1, -1))[0] == 1))
+    options = dict(solver=solver, time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start)
+    tau_param = cp.Parameter(nonneg=True, name="tau")
+    targets = dict(target=target, tau=tau_param, margin=margin)
+    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + lof_cons)
+    relaxation = None  # (program, slack), built when a hard problem is first infeasible
+    infeasible_from = math.inf  # the lowest threshold whose hard problem is proven infeasible
+    class_index = list(forest.classes_).index(target)
+    results: dict[float, EnsembleCounterfactual] = {}
+    previous = None  # (result, encoded target score) of the last hard point proven optimal
+    for tau in sorted(set(taus)):
+        tau_started = started if not results else time.perf_counter()
+        if reuse and previous is not None and min(previous[0].score, previous[1]) >= tau + margin:
+            point = previous[0]
+            valid = is_valid(forest, point.x, target)  # the forest's own predict, again
+            results[tau] = replace(point, x=point.x.copy(), tau=tau, solve_time=0.0, reused=True, valid=valid,
+                                   meets_threshold=point.score >= tau - 1e-9,
+                                   time=time.perf_counter() - tau_started)
+            continue
+        tau_param.value = tau
+        solve_time = 0.0
+        relaxed = reuse and tau >= infeasible_from
+        if not relaxed:
+            solution = problem.solve_program(hard, **options)
+            relaxed = solution.result.status == solvers.INFEASIBLE
+            solve_time = solution.solve_time
+            if relaxed:
+                infeasible_from = min(infeasible_from, tau)
+        if relaxed:
+            if relaxation is None:
+                slack = cp.Variable(nonneg=True)
+                inlier_slack = 0.0 if inlier is None else cp.Variable(nonneg=True)
+                relaxation = (problem.program(objective + penalty * (slack + inlier_slack),
+                                              _targets(problem.encoding, inlier, slack=slack,
+                                                       inlier_slack=inlier_slack, **targets) + lof_cons), slack)
+            solution = problem.solve_program(relaxation[0], **options)
+            solution.solve_time += solve_time
+        found = problem.checked(solution, target=target, started=tau_started)
+        x = solution.x
+        if x is None:
+            results[tau] = EnsembleCounterfactual(**found, target=target, tau=tau, relaxed=relaxed)
+            previous = None
+            continue
+        score = float(forest.predict_proba(x.reshape(1, -1))[0, class_index])
+        slack = relaxation[1] if relaxed else None
+        found["time"] = time.perf_counter() - tau_started
+        results[tau] = EnsembleCounterfactual(
+            **found, target=target, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
+            relaxation=float(slack.value) if relaxed and slack.value is not None else 0.0,
+            n_changed=_count_changes(x, x0, spec),
+            inlier=None if isolation_forest is None else bool(isolation_forest.predict(x.reshape(1, -1))[0] == 1))
+        encoded = found["encoded_output"] if target == 1 else 1.0 - found["encoded_output"]
+        optimal = solution.result.status == solvers.OPTIMAL and not relaxed
+        previous = (results[tau], encoded) if optimal and (inlier is None or results[tau].inlier) else None
+    return [results[t] for t in taus]

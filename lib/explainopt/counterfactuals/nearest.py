@@ -120,12 +120,26 @@ class CounterfactualProblem:
         """The distance from x0 to the point `x` (the same expression the problem minimizes)."""
         return float(distance(np.asarray(x, dtype=float) - self.x0, self.norm, self.weights).value)
 
+    def program(self, objective, constraints=()) -> cp.Problem:
+        """The cvxpy problem: minimize `objective` under the problem's constraints and `constraints`.
+
+        Solve it with :meth:`solve_program`; one program whose data change only through cvxpy
+        Parameters (e.g. a score threshold) is compiled once, however often it is solved."""
+        return cp.Problem(cp.Minimize(objective), self.constraints + list(constraints))
+
     def solve(self, objective, constraints=(), *, solver: str | None = None, time_limit: float | None = None,
               mip_gap: float | None = None) -> Solution:
         """Minimize `objective` under the problem's constraints and `constraints`; the point found is
         moved onto the chosen side of every split the solver chose (``snap_to_chosen_leaves``)."""
-        problem = cp.Problem(cp.Minimize(objective), self.constraints + list(constraints))
-        res = solvers.solve(problem, solver=solver, time_limit=time_limit, mip_gap=mip_gap, bounded=True)
+        return self.solve_program(self.program(objective, constraints), solver=solver, time_limit=time_limit,
+                                  mip_gap=mip_gap)
+
+    def solve_program(self, problem: cp.Problem, *, solver: str | None = None, time_limit: float | None = None,
+                      mip_gap: float | None = None, warm_start: bool = True) -> Solution:
+        """Solve a :meth:`program` of this problem (again: `warm_start` hands the solver its last
+        solution, see :func:`explainopt.solvers.solve`) and repair the point as :meth:`solve` does."""
+        res = solvers.solve(problem, solver=solver, time_limit=time_limit, mip_gap=mip_gap, bounded=True,
+                            warm_start=warm_start)
         inner = getattr(problem.solver_stats, "solve_time", None) if problem.solver_stats else None
         solve_time = float(inner) if inner is not None else float(res.solve_time)
         if not res.has_solution or self.x.value is None:
