@@ -237,7 +237,7 @@ def _instance_major(configs: list[dict], rank: dict) -> list[int]:
 
 def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int = 10_000) -> dict[str, Grid]:
     """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them:
-    the small grids first (seconds to an hour at the paper scale), the 4320 cells of Tables 1-2 last.
+    the smaller grids first, the 4320 cells of Tables 1-2 (paper scale) last.
 
     ``accuracies`` (:func:`model_accuracy`, Table 4), ``single_leaf`` (:func:`single_leaf_instance`: the
     heuristic for the decision-tree cells of ``regions``, closed form), ``figure7`` (:func:`region_instance`
