@@ -326,6 +326,12 @@ def _history_run(distances, radii, model="RF5"):
                                                      for k, (d, r) in enumerate(zip(distances, radii), 1)]}
 
 
+def test_figure7_note_counts_the_intermediate_master_solutions_at_radius_zero():
+    runs = [_history_run([0.1, 0.2, 0.3], [0.0, 0.02, 0.05]), _history_run([0.1, 0.2], [0.0, 0.05])]
+    assert "Of the 3 intermediate master solutions" in CH.figure7_note(runs) and ", 2 have" in CH.figure7_note(runs)
+    assert CH.figure7_note([_history_run([0.1], [0.05])]).startswith("No run")
+
+
 def test_figure7_and_table4_read_an_empty_paper_scale_store():
     fig = CH.figure_convergence([])
     assert len(fig.axes) == 1 and "no run" in CH.convergence_caption([])
