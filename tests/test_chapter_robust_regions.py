@@ -326,6 +326,12 @@ def _history_run(distances, radii, model="RF5"):
                                                      for k, (d, r) in enumerate(zip(distances, radii), 1)]}
 
 
+def test_figure7_note_counts_the_intermediate_master_solutions_at_radius_zero():
+    runs = [_history_run([0.1, 0.2, 0.3], [0.0, 0.02, 0.05]), _history_run([0.1, 0.2], [0.0, 0.05])]
+    assert "Of the 3 intermediate master solutions" in CH.figure7_note(runs) and ", 2 have" in CH.figure7_note(runs)
+    assert CH.figure7_note([_history_run([0.1], [0.05])]).startswith("No run")
+
+
 def test_figure7_and_table4_read_an_empty_paper_scale_store():
     fig = CH.figure_convergence([])
     assert len(fig.axes) == 1 and "no run" in CH.convergence_caption([])
@@ -434,3 +440,28 @@ def test_figure5_shows_the_radius_where_the_heuristic_is_farthest_behind(path):
     fig, rho = CH.figure_single_leaf(path)
     assert rho == box[int(np.argmax(gaps))]["rho"] and len(fig.axes) == 2
     plt.close(fig)
+
+
+# --------------------------------------------------------------------------- the notebook's exercises
+
+def test_the_notebook_has_five_exercises_with_hidden_solutions_that_assert_their_claims():
+    import json
+    import re
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / "02_robust_regions.ipynb").read_text())["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    start = next(i for i, t in enumerate(text) if t.startswith("## Exercises"))
+    labels = re.findall(r":label: (ex-02-[\w-]+)", "\n".join(text[start:]))
+    assert len(labels) >= 5 and len(set(labels)) == len(labels)
+    for label in labels:
+        opened = [i for i, t in enumerate(text) if f"{{solution-start}} {label}" in t or f"{{solution}} {label}" in t]
+        assert len(opened) == 1, label
+        assert ":class: dropdown" in text[opened[0]]
+        if "solution-start" in text[opened[0]]:
+            end = next(i for i in range(opened[0], len(text)) if "{solution-end}" in text[i])
+            code = [text[i] for i in range(opened[0], end) if cells[i]["cell_type"] == "code"]
+            assert code and all("assert " in c for c in code), label
+    assert sum("*Level: research.*" in t for t in text[start:]) == 1
+    assert all("*Level:" in t for t in text[start:] if "{exercise}" in t)
+    assert "run.finish(" in text[-1] and any("plot_region_slider" in t for t in text)

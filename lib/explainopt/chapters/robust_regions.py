@@ -3,18 +3,25 @@
 The experiments of the paper, re-run on the algorithm of :mod:`explainopt.counterfactuals.regions`:
 
 * data and models as in the authors' code (:func:`paper_data`, :func:`paper_model`, :func:`fitted_model`):
-  the whole frame min-max scaled, no train/test split, the models fitted on every row;
+  the whole frame min-max scaled, no train/test split, the models fitted on every row; the factuals drawn
+  at random with the seed, as the paper says (:func:`factual_indices`; the authors' code takes the first
+  rows);
 * one cell of Tables 1-2 (:func:`region_instance`: Algorithm 1 for one factual, then the independent
-  certificate) and of Table 3 (:func:`baseline_instance`: our region against the gradient baseline of
-  :mod:`explainopt.counterfactuals.adversarial_recourse`), run and cached by
-  :func:`explainopt.experiments.run_grid` for the grids of :data:`SCALES` (:func:`run_regions`,
-  :func:`run_baselines`, :func:`run_convergence`, :func:`run_accuracies`);
+  certificate), of Table 3 (:func:`baseline_instance`: our region against the gradient baseline of
+  :mod:`explainopt.counterfactuals.adversarial_recourse`) and of the heuristic comparison
+  (:func:`single_leaf_instance`: the single-leaf heuristic of eqs. 36-39 on the same factual);
+* the grids of :data:`SCALES` (:func:`grids`: what the notebook runs through its ``ChapterRun`` and what
+  ``python -m explainopt.book run --scale paper --budget ...`` fills into ``results/paper/02``), also
+  callable without a run (``run_*``);
 * the tables beside the paper's numbers (transcribed in ``data/robust_regions_*.csv``):
-  :func:`compare_with_paper` (Tables 1-2), :func:`table3`, :func:`accuracy_table` (Table 4);
+  :func:`compare_with_paper` (Tables 1-2), :func:`table3`, :func:`accuracy_table` (Table 4), and
+  :func:`single_leaf_table` (the heuristic against Algorithm 1, for which the paper gives no numbers);
 * the checks behind each of the paper's claims (``claim_*``, all of them by :func:`paper_claims`), which
   read *not run* when their data are missing;
-* the figures: Figures 2 and 6 (:func:`tree_iterations`, :func:`figure_tree_iterations`) and Figure 7
-  (:func:`figure_convergence`), with captions computed from the run.
+* the figures: Figures 2 and 6 (:func:`tree_iterations`, :func:`figure_tree_iterations`), Figure 5
+  (:func:`figure_single_leaf`), Figure 7 (:func:`figure_convergence`), with captions computed from the run,
+  and the interactive figure of the regions as the radius moves (:func:`region_path`,
+  :func:`plot_region_slider`).
 """
 
 from __future__ import annotations
@@ -229,14 +236,16 @@ def _instance_major(configs: list[dict], rank: dict) -> list[int]:
 
 
 def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int = 10_000) -> dict[str, Grid]:
-    """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them.
+    """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them:
+    the smaller grids first, the 4320 cells of Tables 1-2 (paper scale) last.
 
-    ``regions`` (:func:`region_instance`: Tables 1-2, every norm, radius, model, dataset and drawn factual),
-    ``single_leaf`` (:func:`single_leaf_instance`: the heuristic on the same cells for the decision trees),
-    ``table3`` (:func:`baseline_instance`), ``figure7`` (:func:`region_instance` with the radius of every
-    master solution, the first drawn diabetes factual, box of radius 0.05) and ``accuracies``
-    (:func:`model_accuracy`, Table 4). Cells come factual-major (every configuration's first factual, then
-    every second one...), so each row of the tables gets a first estimate before any row gets its twentieth.
+    ``accuracies`` (:func:`model_accuracy`, Table 4), ``single_leaf`` (:func:`single_leaf_instance`: the
+    heuristic for the decision-tree cells of ``regions``, closed form), ``figure7`` (:func:`region_instance`
+    with the radius of every master solution, the first drawn diabetes factual, box of radius 0.05),
+    ``table3`` (:func:`baseline_instance`) and ``regions`` (:func:`region_instance`: Tables 1-2, every norm,
+    radius, model, dataset and drawn factual). Cells come factual-major (every configuration's first
+    factual, then every second one...), so each row of the tables gets a first estimate before any row
+    gets its twentieth.
     `seed` draws the factuals (:func:`factual_indices`) and is the models' random_state; `solver` "auto"
     (or None) leaves the choice to :func:`explainopt.solvers.solve`.
     """
@@ -262,11 +271,11 @@ def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int
                     random_state=seed, time_limit=S["figure_time_limit"], n_samples=n_samples, track_radius=True)
                for m in S["figure7"]]
     accuracies = [dict(dataset=d, model=m, random_state=seed) for d in S["datasets"] for m in S["models"]]
-    return {"regions": Grid(region_instance, regions, order=_instance_major(regions, rank)),
+    return {"accuracies": Grid(model_accuracy, accuracies, order=list(range(len(accuracies)))),
             "single_leaf": Grid(single_leaf_instance, single, order=_instance_major(single, rank)),
-            "table3": Grid(baseline_instance, table3, order=_instance_major(table3, rank)),
             "figure7": Grid(region_instance, figure7, order=list(range(len(figure7)))),
-            "accuracies": Grid(model_accuracy, accuracies, order=list(range(len(accuracies))))}
+            "table3": Grid(baseline_instance, table3, order=_instance_major(table3, rank)),
+            "regions": Grid(region_instance, regions, order=_instance_major(regions, rank))}
 
 
 def rows(results) -> list[dict]:
@@ -838,7 +847,7 @@ def region_path(*, rhos, depth: int = 5, index: int | None = None, random_state:
                 region = single_leaf_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0)
             used.update(region.solver.split("+"))
             cert = None if region.x is None else certify_region(
-                tree, region.x, rho=region.rho_bar or rho, norm=norm, target=region.target, n_samples=n_samples,
+                tree, region.x, rho=rho if region.rho_bar is None else region.rho_bar, norm=norm, target=region.target, n_samples=n_samples,
                 random_state=random_state + index, solver=solver)
             runs[name].append({"rho": float(rho), "x": None if region.x is None else np.asarray(region.x).tolist(),
                                "distance": region.distance, "status": region.status,
@@ -968,3 +977,20 @@ def figure_single_leaf(path: dict):
     axes[0].set_ylabel("skewness (scaled)")
     fig.tight_layout()
     return fig, box[k]["rho"]
+
+
+def figure7_note(runs: list[dict], *, zero: float = 1e-4) -> str:
+    """Why the radius in Figure 7 rarely falls here, from the run: how many intermediate master solutions
+    (all but each run's last) have a certified radius of at most `zero` (the margins of the encodings and
+    of the master problem are 1e-5 to 1e-4: such a point touches the other class)."""
+    middle = [h["radius"] for r in runs for h in (r.get("history") or [])[:-1] if h.get("radius") is not None]
+    if not middle:
+        return "No run of Figure 7 has an intermediate master solution at this scale."
+    at_zero = sum(v <= zero for v in middle)
+    return (f"Of the {len(middle)} intermediate master solutions of Figure 7 (all but each run's last), {at_zero} "
+            f"have a certified radius of at most {zero:g}, the size of the encodings' margins: they touch the "
+            "other class. The master problem's optimum is the closest point whose scenario "
+            "copies are all of the target class, so one of those copies sits on the decision boundary; when the "
+            "binding copy is the scenario $s = 0$, the point itself touches the other class and its radius is "
+            "zero up to those margins. A radius can only fall from a positive value, so the more master solutions "
+            "sit at zero, the fewer troughs the figure can show.")
