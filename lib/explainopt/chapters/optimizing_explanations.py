@@ -915,8 +915,8 @@ def plot_eta_slider(sweep: Sequence[ExplanationResult]) -> go.Figure:
     def title(q):
         parts = [f"{METRIC_LABELS[m]} {by_key[(q, m)].robustness:.3g}" for m in metrics if (q, m) in by_key]
         ratio = max(abs(by_key[(q, m)].faithfulness_ratio - 1) for m in metrics if (q, m) in by_key)
-        return (f"η = {q:g} · L_faithful^max: L_robust " + ", ".join(parts)
-                + f" (max |L_faithful/η − 1| = {ratio:.0e})")
+        return (f"η = {q:g} · L_faithful^max (max |L_faithful/η − 1| = {ratio:.0e})<br>"
+                "L_robust: " + ", ".join(parts))
 
     for colour, m in zip(PALETTE, metrics):
         fig.add_trace(go.Scatter(x=x, y=curve(fractions[start], m), mode="lines+markers", name=METRIC_LABELS[m],
@@ -926,7 +926,7 @@ def plot_eta_slider(sweep: Sequence[ExplanationResult]) -> go.Figure:
                   args=[{"y": [curve(q, m) for m in metrics]}, {"title.text": title(q)}, traces])
              for q in fractions]
     r0 = solved[0]
-    fig.update_layout(title=dict(text=title(fractions[start]), font=dict(size=13)), height=460,
+    fig.update_layout(title=dict(text=title(fractions[start]), font=dict(size=13)), height=480, margin=dict(t=90),
                       template="plotly_white", xaxis_title="x", yaxis_title=f"explanation E(x) ({pretty(r0.function)}, u = {r0.radius:g})",
                       sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix="η / L_faithful^max: "),
                                     pad=dict(t=50))])
