@@ -6,9 +6,11 @@ module holds what only the paper's experiment needs:
 - the five test functions of **Table 1** (:data:`FUNCTIONS`, gradients in closed form), the equidistant
   grids on [-5, 5]^D with the N of **Appendix A** (:data:`GRID_SIZES`, transcribed in
   ``data/optimizing_explanations_grids.csv``) and the radius rule of Appendix A (:func:`admissible_radii`);
-- the grid of experiments (:data:`SCALES`, :func:`experiment_configs`) and its cell
+- the grid of experiments (:data:`SCALES`, :func:`experiment_configs`, :func:`grids`) and its cell
   (:func:`optimize_explanations`: one function, D, u, metric and constraint variant, with
-  ``η = 0.2 · L_faithful^max``), which :func:`explainopt.experiments.run_grid` runs and caches;
+  ``η = 0.2 · L_faithful^max``; :func:`explanation_cell` is its storable form, :func:`from_cells` reads it back),
+  which the notebook runs through the chapter's cache and ``python -m explainopt.book run --budget`` computes
+  into the paper-scale results store;
 - the chapter's tables: agreement rates per cell (Figures 1 and 3), how much of the disagreement ties in
   ∇f explain, the pointwise variant against the global one, the Figure 2 profile of a solution;
 - the faithfulness–robustness trade-off as η moves (:func:`eta_sweep`, :func:`tradeoff_table` and the
