@@ -6,9 +6,11 @@ module holds what only the paper's experiment needs:
 - the five test functions of **Table 1** (:data:`FUNCTIONS`, gradients in closed form), the equidistant
   grids on [-5, 5]^D with the N of **Appendix A** (:data:`GRID_SIZES`, transcribed in
   ``data/optimizing_explanations_grids.csv``) and the radius rule of Appendix A (:func:`admissible_radii`);
-- the grid of experiments (:data:`SCALES`, :func:`experiment_configs`) and its cell
+- the grid of experiments (:data:`SCALES`, :func:`experiment_configs`, :func:`grids`) and its cell
   (:func:`optimize_explanations`: one function, D, u, metric and constraint variant, with
-  ``η = 0.2 · L_faithful^max``), which :func:`explainopt.experiments.run_grid` runs and caches;
+  ``η = 0.2 · L_faithful^max``; :func:`explanation_cell` is its storable form, :func:`from_cells` reads it back),
+  which the notebook runs through the chapter's cache and ``python -m explainopt.book run --budget`` computes
+  into the paper-scale results store;
 - the chapter's tables: agreement rates per cell (Figures 1 and 3), how much of the disagreement ties in
   ∇f explain, the pointwise variant against the global one, the Figure 2 profile of a solution;
 - the faithfulness–robustness trade-off as η moves (:func:`eta_sweep`, :func:`tradeoff_table` and the
@@ -915,8 +917,8 @@ def plot_eta_slider(sweep: Sequence[ExplanationResult]) -> go.Figure:
     def title(q):
         parts = [f"{METRIC_LABELS[m]} {by_key[(q, m)].robustness:.3g}" for m in metrics if (q, m) in by_key]
         ratio = max(abs(by_key[(q, m)].faithfulness_ratio - 1) for m in metrics if (q, m) in by_key)
-        return (f"η = {q:g} · L_faithful^max: L_robust " + ", ".join(parts)
-                + f" (max |L_faithful/η − 1| = {ratio:.0e})")
+        return (f"η = {q:g} · L_faithful^max (max |L_faithful/η − 1| = {ratio:.0e})<br>"
+                "L_robust: " + ", ".join(parts))
 
     for colour, m in zip(PALETTE, metrics):
         fig.add_trace(go.Scatter(x=x, y=curve(fractions[start], m), mode="lines+markers", name=METRIC_LABELS[m],
@@ -926,7 +928,7 @@ def plot_eta_slider(sweep: Sequence[ExplanationResult]) -> go.Figure:
                   args=[{"y": [curve(q, m) for m in metrics]}, {"title.text": title(q)}, traces])
              for q in fractions]
     r0 = solved[0]
-    fig.update_layout(title=dict(text=title(fractions[start]), font=dict(size=13)), height=460,
+    fig.update_layout(title=dict(text=title(fractions[start]), font=dict(size=13)), height=480, margin=dict(t=90),
                       template="plotly_white", xaxis_title="x", yaxis_title=f"explanation E(x) ({pretty(r0.function)}, u = {r0.radius:g})",
                       sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix="η / L_faithful^max: "),
                                     pad=dict(t=50))])
