@@ -2,7 +2,8 @@
 
 The algorithm (Algorithm 1, the exact inner problem, robust neighbours, the Table 1 metrics) is
 :mod:`explainopt.counterfactuals.proplace`; the baselines are :mod:`explainopt.counterfactuals.baselines`
-and :mod:`explainopt.counterfactuals.roar`, :mod:`explainopt.counterfactuals.proto`.
+and :mod:`explainopt.counterfactuals.roar`, :mod:`explainopt.counterfactuals.proto`,
+:mod:`explainopt.counterfactuals.rbr`.
 This module holds the protocol of the authors' code: the data split (:func:`protocol_split`), the
 networks and retrained networks (:func:`train_network`, :func:`prepare`), the factuals
 (:func:`factual_indices`), the per-dataset settings (:data:`DELTAS`, :data:`K_NEIGHBOURS`,
@@ -39,7 +40,7 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from .. import experiments, plots, reporting, solvers
-from ..counterfactuals import baselines, proto, roar
+from ..counterfactuals import baselines, proto, rbr, roar
 from ..counterfactuals.proplace import (LofScorer, ProplaceResult, RobustNeighbours, brute_force_worst_case, evaluate,
                                         local_worst_case, plausible_vertices, proplace, worst_case_model)
 from ..datasets import load_dataset
@@ -63,7 +64,7 @@ RETRAINED_WIDTH_IN_CODE = {"carla/compas": 50}
 #: batch 32).
 TRAINING = dict(lr=0.01, batch_size=32, weight_decay=1e-4)
 
-METHODS = ["PROPLACE", "MILP-R", "RobX", "WCE", "ROAR", "Proto-R"]
+METHODS = ["PROPLACE", "MILP-R", "RobX", "WCE", "ROAR", "Proto-R", "RBR"]
 #: ROAR's radius of the l_inf ball on its LIME surrogate's weights and bias (the ROAR authors' default
 #: delta_max; the paper tuned each method for vr and does not report its choice).
 ROAR_DELTA = 0.1
@@ -253,6 +254,8 @@ def run_methods(prep: dict, neighbours: RobustNeighbours, index: int, *, dataset
             res = baselines.wachter(model, x0)
         elif method == "Proto-R":  # Proto-R certifies with its own delta target, like MILP-R (same paper)
             res = proto.proto_r(model, x0, X1, delta=MILP_R_DELTA[dataset])
+        elif method == "RBR":
+            res = rbr.rbr(model, x0)
         elif method == "ROAR":
             res = roar.roar(model, x0, X1, delta_max=ROAR_DELTA)
         elif method == "ROAR-style":
