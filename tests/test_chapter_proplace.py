@@ -250,6 +250,7 @@ def test_summary_states_what_this_run_found():
     assert "never beaten" in text and "2.0 iterations on average (max 3)" in text and "with gurobi, highs" in text
     assert "undercut PROPLACE's l1 in 1 case(s) (adult WCE)" in text
     assert "8 factuals and 4 retrained networks" in text and "RBR, RobX, ROAR and Proto-R not run" in text
+    assert "ROAR: δ_max = 0.1" in text and "from D1's test part" in text
     text = CH.summary(table_of(GOOD), inner_rows([True, False]), log, n_retrained=4)
     assert "Neither undercuts" in text and "at 1 of them only" in text
     assert CH.summary(table_of({}), pd.DataFrame(), pd.DataFrame(), n_retrained=0).startswith("- **Differences")

@@ -876,6 +876,9 @@ def summary(table: pd.DataFrame, inner: pd.DataFrame, log: pd.DataFrame, *, n_re
                    "draws from D1's training part)",
                    "retrained networks with the network's own width, as the paper says (the authors' code retrains "
                    "compas with width 50)", "big-M from interval bounds instead of M = 1000",
+                   f"baselines with fixed settings instead of the authors' tuning for vr (ROAR: δ_max = {ROAR_DELTA:g} and the "
+                   "cheapest valid λ; Proto-R: the authors' schedule plus a rising hinge confidence κ; RBR: σ = 1, "
+                   "ε_pe = 0.05, sampling radius 0.2)",
                    _not_run_why(methods), "no per-method tuning for vr"]
     evidence = _evidence(table)
     if evidence < paper["n_factuals"] or n_retrained < paper["n_both"] + paper["n_loo"]:
