@@ -104,7 +104,8 @@ def test_paper_rows_and_stand_ins():
     rows = CH.paper_only_rows(("RBR",), ["carla/heloc"])
     assert rows == [{"dataset": "heloc", "method": "RBR (not run)", "paper vr": 80, "paper vΔ": 0, "paper l1": .038,
                      "paper lof": 1.10}]
-    assert CH.methods_not_run(CH.METHODS) == ["RBR", "ROAR", "Proto-R"]  # ROAR-style only stands in for ROAR
+    assert CH.methods_not_run(CH.METHODS) == []
+    assert CH.methods_not_run(["PROPLACE", "ROAR-style"])[-3:] == ["ROAR", "Proto-R", "MILP-R"]  # a stand-in only
     assert CH._paper_numbers("ROAR-style", "carla/adult")["paper l1"] == 0.279
     assert np.isnan(CH._paper_numbers("mine", "carla/adult")["paper vr"])
 
@@ -249,6 +250,7 @@ def test_summary_states_what_this_run_found():
     assert "never beaten" in text and "2.0 iterations on average (max 3)" in text and "with gurobi, highs" in text
     assert "undercut PROPLACE's l1 in 1 case(s) (adult WCE)" in text
     assert "8 factuals and 4 retrained networks" in text and "RBR, RobX, ROAR and Proto-R not run" in text
+    assert "ROAR: δ_max = 0.1" in text and "from D1's test part" in text
     text = CH.summary(table_of(GOOD), inner_rows([True, False]), log, n_retrained=4)
     assert "Neither undercuts" in text and "at 1 of them only" in text
     assert CH.summary(table_of({}), pd.DataFrame(), pd.DataFrame(), n_retrained=0).startswith("- **Differences")
