@@ -154,9 +154,9 @@ def summary(frame) -> pd.DataFrame:
         for _, r in g.groupby("repeat"):
             ok = r[r.status.isin(["optimal", "time_limit"])]
             m = ok.groupby("kind")[["solve_time", "cpu", "time"]].mean()
-            naive, saa = m.loc["naive"] if "naive" in m.index else None, m.loc["direct"] if "direct" in m.index else None
-            if naive is None or saa is None:
+            if not {"naive", "direct"} <= set(m.index):
                 continue
+            naive, saa = m.loc["naive"], m.loc["direct"]
             per_repeat.append(dict(naive=naive["solve_time"], direct=saa["solve_time"],
                                    ratio=saa["solve_time"] / naive["solve_time"], cpu_ratio=saa["cpu"] / naive["cpu"],
                                    time_ratio=saa["time"] / naive["time"],

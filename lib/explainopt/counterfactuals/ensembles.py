@@ -14,7 +14,9 @@ What this module offers, by section of the paper:
   when the target constraint is infeasible it is relaxed with the penalty ``5000 d nu`` of Appendix
   B.1, and the result says so (``relaxed``). Naive: ``tau = 1/2``; Direct-SAA: ``tau = p*``;
   Robust-SAA: ``tau = rho*`` (:func:`score_threshold`). Every point is checked with the forest's own
-  ``predict``/``predict_proba``.
+  ``predict``/``predict_proba``. :func:`ensemble_counterfactuals` gives one factual's counterfactuals for
+  several thresholds from one problem (tau a cvxpy Parameter: encoded and compiled once, warm-started,
+  and a lower threshold's optimal point returned where it is provably optimal for a higher one).
 * **Plausibility benchmarks** (Appendix B.2, B.3): isolation-forest inlier constraints
   (:func:`fit_isolation_forest`, through the IsolationForest encoder) and a 1-LOF penalty (weight as a
   parameter) over the ``N_r = 10`` target-class points nearest to the factual (:func:`lof_candidates`).
