@@ -13,8 +13,9 @@ from explainopt.chapters import robustness_benchmark as CH  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED  # noqa: E402
 
-TINY = dict(n_train=200, width=4, n_trees=7, depth=2, n_retrained=2, seed=0, norms=["linf"], rhos=[CH.RHO],
-            delta_factors=[1.0], alphas=[CH.ALPHA], region_time_limit=5, gradient_steps=30, tol=1e-2, solver=None)
+TINY = dict(n_train=200, width=4, n_trees=7, depth=2, n_retrained=2, seed=0, norms=["linf"], forest_norms=["linf"],
+            rhos=[CH.RHO], forest_rhos=[CH.RHO], delta_factors=[1.0], alphas=[CH.ALPHA], region_time_limit=5,
+            time_limit=30, milp_r_steps=5, gradient_steps=30, tol=1e-2, solver=None)
 
 
 def test_scales_take_the_readers_settings():

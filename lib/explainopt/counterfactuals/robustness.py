@@ -123,7 +123,8 @@ def largest_delta(model, x, *, cap: float = 0.5, exact: bool = True, tol: float 
 
     The interval answer bisects on ``interval_lower(model, x, delta) >= 0`` (forward passes); the exact
     answer bisects on the worst-case MILP's logit ``>= 0``, starting from the interval answer (which is
-    certified, so the exact one is at least as large). Both are 0 when the model itself does not predict
+    certified, so the exact one is at least as large); it is NaN when a MILP stopped without proving its
+    optimum (`time_limit`). Both are 0 when the model itself does not predict
     class 1 at x. ValueError for negative inputs (the interval network assumes ``x >= 0``).
     """
     if not cap > 0:
@@ -137,10 +138,21 @@ def largest_delta(model, x, *, cap: float = 0.5, exact: bool = True, tol: float 
     if not exact:
         return DeltaRadius(lower, None, float(cap))
 
-    def robust_at(d):
-        return worst_case_model(model, x, delta=d, solver=solver, time_limit=time_limit).milp_objective >= 0
+    failed = []
 
-    return DeltaRadius(lower, _bisect(robust_at, lower, float(cap), tol), float(cap))
+    def robust_at(d):
+        try:
+            worst = worst_case_model(model, x, delta=d, solver=solver, time_limit=time_limit)
+        except RuntimeError as error:  # the MILP stopped without a solution (e.g. its time limit)
+            failed.append(str(error))
+            return False
+        if worst.status != solvers.OPTIMAL:  # an incumbent is no proof either way
+            failed.append(worst.status)
+            return False
+        return worst.milp_objective >= 0
+
+    exact_delta = _bisect(robust_at, lower, float(cap), tol)
+    return DeltaRadius(lower, math.nan if failed else exact_delta, float(cap))
 
 
 # --------------------------------------------------------------------------- retraining
