@@ -106,7 +106,7 @@ def test_theory_hypothesis_catches_a_counterfactual_closer_than_the_nearest():
 
 def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
     table = CH.hypotheses_table()
-    assert len(table) == 10 and set(table["kind"]) == {CH.THEORY, CH.NEW}
+    assert len(table) == 11 and set(table["kind"]) == {CH.THEORY, CH.NEW}
     from explainopt.reporting import claims_table
     text = CH.findings(claims_table(CH.claims(pd.DataFrame(_rows(CH.NEAREST, "network", [0.1, 0.2, 0.3])))))
     assert "held H1" in text
