@@ -110,3 +110,18 @@ def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
     from explainopt.reporting import claims_table
     text = CH.findings(claims_table(CH.claims(pd.DataFrame(_rows(CH.NEAREST, "network", [0.1, 0.2, 0.3])))))
     assert "held H1" in text
+
+
+def test_matched_budget_compares_sweep_levels_across_datasets():
+    rows = []
+    for dataset, delta in (("adult", 0.035), ("compas", 0.025)):
+        rows += [dict(dataset=dataset, factual=0, model="network", method=CH.REGION, param=CH.RHO, valid=True,
+                      distance=0.05, **{m: 0.1 for m in CH.MEASURES}),
+                 dict(dataset=dataset, factual=0, model="network", method=CH.PROPLACE, param=delta, valid=True,
+                      distance=0.06, **{m: 0.2 for m in CH.MEASURES}),
+                 dict(dataset=dataset, factual=0, model="network", method=CH.PROPLACE, param=2 * delta, valid=True,
+                      distance=0.2, **{m: 0.3 for m in CH.MEASURES})]
+    table = CH.matched_budget_table(pd.DataFrame(rows))
+    proplace = table[table["method"] == CH.PROPLACE].iloc[0]
+    assert proplace["param"] == "1 δ" and proplace["distance"] == pytest.approx(0.06)  # both datasets, one level
+    assert table["budget"].iloc[0] == pytest.approx(0.05)

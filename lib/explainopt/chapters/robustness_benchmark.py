@@ -381,21 +381,36 @@ def summary_table(df: pd.DataFrame, *, by=("model", "method")) -> pd.DataFrame:
     return _ordered(pd.DataFrame(rows), list(by)).reset_index(drop=True)
 
 
+def sweep_level(row) -> str:
+    """The position of a row in its method's parameter sweep, comparable across datasets: rho for the
+    robust region, the factor on chapter 4's delta for PROPLACE (whose delta differs per dataset), alpha for
+    the SAA methods; "own" for the methods that run at one parameter (MILP-R's delta also differs per
+    dataset)."""
+    if row["method"] == REGION or row["method"] in (DIRECT_SAA, ROBUST_SAA):
+        return f"{float(row['param']):g}"
+    if row["method"] == PROPLACE:
+        base = {short(d): proplace_delta(d) for d in DATASETS}.get(row["dataset"], DELTA_DEFAULT)
+        return f"{float(row['param']) / base:g} δ"
+    return "own"
+
+
 def matched_budget_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Robustness at a matched distance: per model, each method's point of its parameter sweep whose mean
-    distance is closest to the budget, the mean distance of the robust region at rho = 0.05 (the
-    stretched nearest counterfactual has that budget by construction)."""
+    """Robustness at a matched distance: per model, each method's level of its parameter sweep
+    (:func:`sweep_level`) whose mean distance is closest to the budget, the mean distance of the robust
+    region at rho = 0.05 (the stretched nearest counterfactual spends that budget by construction, less
+    where the box [0, 1] clips it)."""
     if df.empty:
         return pd.DataFrame()
-    ok = df[df["valid"].astype(bool)]
+    ok = df[df["valid"].astype(bool)].copy()
+    ok["param"] = ok.apply(sweep_level, axis=1)
     rows = []
     for model, g in ok.groupby("model", sort=False):
-        region = g[(g["method"] == REGION) & (g["param"] == RHO)]
+        region = g[(g["method"] == REGION) & (g["param"] == f"{RHO:g}")]
         if region.empty:
             continue
         budget = region["distance"].mean()
         for method, m in g.groupby("method", sort=False):
-            means = m.groupby(m["param"].astype(str))[["distance", *MEASURES]].mean()
+            means = m.groupby("param")[["distance", *MEASURES]].mean()
             best = (means["distance"] - budget).abs().idxmin()
             rows.append({"model": model, "method": method, "param": best, "budget": budget,
                          **means.loc[best].to_dict()})
