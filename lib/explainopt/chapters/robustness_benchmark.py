@@ -630,6 +630,19 @@ def lessons(df: pd.DataFrame, summary: pd.DataFrame) -> str:
                      "counterfactual stretched to the same l1 distance: with an l1 objective both move the same few "
                      "features, the region just further. Where that happens the region bought its robustness with "
                      "distance along the nearest direction, nothing else.")
+    regions = df[(df["method"] == REGION) & df["found"].astype(bool)]
+    for model, g in regions.groupby("model", sort=False):
+        stopped = int((g["status"] != "converged").sum())
+        if stopped:
+            lines.append(f"- **Early stops.** Algorithm 1 stopped at its time limit on {stopped} of {len(g)} robust "
+                         f"regions of the {model}s; their centres are certified only for the smaller radius they "
+                         "reached (the l∞ radius column says which).")
+    threats = threat_table(summary)
+    for model, g in threats.groupby("model", sort=False) if len(threats) else ():
+        tops = g["most robust"].unique()
+        if len(tops) == 1:
+            lines.append(f"- **One method tops every threat on the {model}s**: {tops[0]} is the most robust under "
+                         f"all {len(g)} measures of Table 3, whatever notion it was designed for.")
     for model, g in summary.groupby("model", sort=False):
         near = g[g["method"] == NEAREST]
         if near.empty:
