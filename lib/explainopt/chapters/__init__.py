@@ -73,7 +73,7 @@ def paper_table(name: str) -> pd.DataFrame:
 
 #: Chapter number -> chapter module (named like the chapter's notebook).
 MODULES = {"01": "optimizing_explanations", "02": "robust_regions", "03": "clemo", "04": "proplace",
-           "05": "robust_ensembles"}
+           "05": "robust_ensembles", "06": "robustness_benchmark"}
 
 
 def module(chapter: str):

@@ -1,0 +1,655 @@
+"""Chapter 6: one benchmark of robust counterfactuals under every chapter's notion of robustness.
+
+Chapters 2, 4 and 5 each defend one notion of robustness and measure their method against it only:
+perturbations of the counterfactual's features (chapter 2, a ball of radius rho), shifts of a network's
+parameters (chapter 4, Delta) and the randomness of retraining a forest (chapter 5, tolerance alpha).
+This chapter measures every method under every notion, on the same data, models and factuals, with the
+exact measures of :mod:`explainopt.counterfactuals.robustness`.
+
+* **Data and models** (:func:`prepare`): a dataset the other chapters hold, min-max scaled, shuffled with
+  the seed; up to ``n_train`` rows train a random forest (``max_features="sqrt"``) and a ReLU network
+  (scikit-learn's MLP, two hidden layers, as a torch ``nn.Sequential``); the same rows, new seeds, train
+  the retrained forests and networks. The factuals are held-out rows that *both* models predict class 0,
+  so every method explains the same points (target: class 1).
+* **Methods** (:data:`METHODS`, one cell per (dataset, model, factual): :func:`factual_cell`): the nearest
+  counterfactual, the robust region (chapter 2), PROPLACE (chapter 4, networks), Direct-SAA and
+  Robust-SAA (chapter 5, forests), MILP-R and the gradient baselines Wachter and ROAR-style (networks),
+  each at its paper's parameter and, at the book and paper scales, at the other values of
+  :data:`SCALES`' sweeps; plus the *stretched nearest* counterfactual: the nearest one moved along its
+  own direction to the robust region's distance, the matched-budget control (does a method buy
+  robustness, or only distance?). All methods search the box [0, 1]^d, every feature relaxed to a
+  continuous one (as chapter 4's protocol does).
+* **Measures** per counterfactual: the certified input radius (l-infinity and l2), the largest model
+  shift Delta (interval and exact, networks), validity under the retrained models of its family (with a
+  Clopper-Pearson interval when pooled), the forest score's margin over ``p*(N, alpha)``; costs:
+  normalised l1 distance, sparsity and the 10-LOF.
+* **Results**: :func:`summary_table`, :func:`matched_budget_table`, :func:`threat_table` (which method for
+  which threat), :func:`plot_cost_robustness` and :func:`plot_threat_slider`, and :func:`claims`, the
+  hypotheses stated at the top of the chapter with verdicts from the run.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.neural_network import MLPClassifier
+
+from .. import experiments, plots
+from ..counterfactuals import baselines, nearest_counterfactual
+from ..counterfactuals.adversarial_recourse import torch_network
+from ..counterfactuals.ensembles import binomial_interval, ensemble_counterfactual, score_threshold
+from ..counterfactuals.proplace import RobustNeighbours, plausible_vertices, proplace
+from ..counterfactuals.regions import robust_region
+from ..counterfactuals.robustness import (LofScorer, input_radius, l1_distance, largest_delta, score_margin,
+                                          sparsity)
+from ..datasets import FeatureSpec, load_dataset
+from ..encoders import model_predict
+from ..reporting import Claim, claim
+from .proplace import DELTAS as PROPLACE_DELTAS
+from .proplace import MILP_R_DELTA
+
+CHAPTER = "06"
+DATASETS = ["robust-ce/banknote", "robust-ce/diabetes", "carla/compas", "ensembles/German-Credit", "carla/adult",
+            "carla/heloc"]
+MODELS = ("network", "forest")
+NEAREST, STRETCHED, REGION, PROPLACE = "nearest", "stretched nearest", "robust region", "PROPLACE"
+MILP_R, WACHTER, ROAR = "MILP-R", "Wachter", "ROAR-style"
+DIRECT_SAA, ROBUST_SAA = "Direct-SAA", "Robust-SAA"
+#: The methods run on each model family, in the order of the tables.
+METHODS = {"network": (NEAREST, STRETCHED, REGION, PROPLACE, MILP_R, WACHTER, ROAR),
+           "forest": (NEAREST, STRETCHED, REGION, DIRECT_SAA, ROBUST_SAA)}
+ALL_METHODS = tuple(dict.fromkeys(METHODS["network"] + METHODS["forest"]))
+#: The chapter each method comes from (the notion of robustness it defends).
+ORIGIN = {NEAREST: "none", STRETCHED: "none (matched distance)", REGION: "ch. 2: input ball rho",
+          PROPLACE: "ch. 4: model shift Delta", MILP_R: "ch. 4 baseline: model shift", WACHTER: "ch. 4 baseline: none",
+          ROAR: "ch. 4 baseline: model shift", DIRECT_SAA: "ch. 5: retraining alpha",
+          ROBUST_SAA: "ch. 5: retraining alpha, beta"}
+#: The parameters the papers recommend: chapter 2's larger radius (l-infinity ball), chapter 4's delta
+#: where it has one for the dataset (else the middle of its range), chapter 5's alpha = 0.1 and beta = 0.05.
+RHO, NORM, DELTA_DEFAULT, ALPHA, BETA = 0.05, "linf", 0.03, 0.1, 0.05
+K_NEIGHBOURS = 20  # PROPLACE's plausible region: the factual and its 20 nearest Delta-robust points
+#: The measures (columns of the result rows) and what each says; the threats of :func:`threat_table`.
+MEASURES = {"radius_linf": "certified l∞ input radius", "radius_l2": "certified l2 input radius",
+            "delta_exact": "largest model shift Δ (exact)", "delta_interval": "largest model shift Δ (interval)",
+            "retrained": "validity under retraining", "margin": "score margin over p*(N, α)"}
+COSTS = {"distance": "normalised l1 distance", "sparsity": "features changed", "lof": "10-LOF"}
+#: Largest radius and Delta the measures search (a value equal to the cap means "at least the cap").
+RADIUS_CAP, DELTA_CAP = 0.25, 0.25
+
+SCALES = {
+    # smoke: two small datasets, two factuals, small models, MILP-R left out (its margin steps are the slowest)
+    "smoke": dict(datasets=DATASETS[:2], n_factuals=2, n_train=600, width=8, n_trees=20, depth=3, n_retrained=3,
+                  methods=[m for m in ALL_METHODS if m != MILP_R], norms=["linf"], forest_norms=["linf"],
+                  rhos=[RHO], forest_rhos=[RHO], delta_factors=[1.0], alphas=[ALPHA], region_time_limit=2,
+                  time_limit=30, milp_r_steps=10, gradient_steps=100, tol=1e-2, cache=False),
+    # book: the six datasets, three factuals each, every method; parameter sweeps where they are cheap
+    # (networks' rho and delta, forests' alpha); forests of 25 trees of depth 3 keep their exact MILPs
+    # (the certified radius above all, l2 most of all) within seconds
+    "book": dict(datasets=DATASETS, n_factuals=3, n_train=1000, width=10, n_trees=25, depth=3, n_retrained=10,
+                 methods=list(ALL_METHODS), norms=["linf", "l2"], forest_norms=["linf"], rhos=[0.02, RHO, 0.1],
+                 forest_rhos=[RHO], delta_factors=[0.5, 1.0, 2.0], alphas=[0.3, ALPHA, 0.01], region_time_limit=10,
+                 time_limit=60, milp_r_steps=10, gradient_steps=300, tol=1e-3, cache=True),
+    # paper: chapter 5's forests (100 trees of depth 4), twenty factuals, every sweep, both norms everywhere
+    "paper": dict(datasets=DATASETS, n_factuals=20, n_train=3000, width=20, n_trees=100, depth=4, n_retrained=20,
+                  methods=list(ALL_METHODS), norms=["linf", "l2"], forest_norms=["linf", "l2"],
+                  rhos=[0.01, 0.02, RHO, 0.1], forest_rhos=[0.02, RHO, 0.1], delta_factors=[0.5, 1.0, 2.0],
+                  alphas=[0.5, 0.3, ALPHA, 0.05, 0.01], region_time_limit=120, time_limit=600, milp_r_steps=25,
+                  gradient_steps=300, tol=1e-4, cache=True),
+}
+
+
+def short(dataset: str) -> str:
+    """``carla/adult`` -> ``adult``."""
+    return dataset.split("/")[-1]
+
+
+def proplace_delta(dataset: str) -> float:
+    """Chapter 4's delta for the dataset (the authors' per-dataset value), else :data:`DELTA_DEFAULT`."""
+    return PROPLACE_DELTAS.get(dataset, DELTA_DEFAULT)
+
+
+# --------------------------------------------------------------------------- data and models
+
+def train_network(X, y, *, width: int, random_state: int):
+    """Two hidden ReLU layers of `width` (scikit-learn's MLP, Adam, early stopping off), as a frozen float64
+    torch ``nn.Sequential`` computing the class-1 logit (every method and measure reads it)."""
+    mlp = MLPClassifier(hidden_layer_sizes=(width, width), max_iter=300, random_state=random_state)
+    with warnings.catch_warnings():  # 300 epochs is the budget, converged or not (the accuracy is reported)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        mlp.fit(np.asarray(X, float), np.asarray(y, int))
+    return torch_network(mlp)
+
+
+def train_forest(X, y, *, n_trees: int, depth: int, random_state: int):
+    """Random forest as in chapter 5 (``max_features="sqrt"``), with `n_trees` trees of depth `depth`."""
+    forest = RandomForestClassifier(n_estimators=n_trees, max_depth=depth, max_features="sqrt",
+                                    random_state=random_state, n_jobs=1)
+    return forest.fit(np.asarray(X, float), np.asarray(y, int))
+
+
+@functools.cache
+def prepare(dataset: str, *, n_train: int, width: int, n_trees: int, depth: int, n_retrained: int,
+            seed: int = 0) -> dict:
+    """Scaled data, the two models and their retrained copies, and the factual candidates (module
+    docstring), memoised per process. Retrained copies use seeds ``seed + 1 ... seed + n_retrained`` on the
+    same training rows: the randomness of retraining that chapter 5 guards against."""
+    data = load_dataset(dataset).scaled()
+    X, y = data.X.to_numpy(float), np.asarray(data.y, int)
+    order = np.random.default_rng(seed).permutation(len(X))
+    train, held_out = order[:min(n_train, len(X) // 2)], order[min(n_train, len(X) // 2):]
+    X_train, y_train = X[train], y[train]
+    started = time.perf_counter()
+    models = {"network": train_network(X_train, y_train, width=width, random_state=seed),
+              "forest": train_forest(X_train, y_train, n_trees=n_trees, depth=depth, random_state=seed)}
+    retrained = {"network": [train_network(X_train, y_train, width=width, random_state=seed + k)
+                             for k in range(1, n_retrained + 1)],
+                 "forest": [train_forest(X_train, y_train, n_trees=n_trees, depth=depth, random_state=seed + k)
+                            for k in range(1, n_retrained + 1)]}
+    X_held = X[held_out]
+    negative = np.ones(len(X_held), bool)
+    for model in models.values():
+        negative &= model_predict(model, X_held) == 0
+    accuracy = {name: float((model_predict(m, X_held) == y[held_out]).mean()) for name, m in models.items()}
+    return dict(dataset=dataset, X_train=X_train, y_train=y_train, factuals=X_held[negative], models=models,
+                retrained=retrained, accuracy=accuracy, train_time=time.perf_counter() - started,
+                n_features=X.shape[1], n_rows=len(X))
+
+
+def models_table(results: list) -> pd.DataFrame:
+    """Per dataset (from the cells' ``meta``): rows, features, training rows, held-out accuracy of both
+    models, factual candidates (held-out rows both models predict 0)."""
+    metas = {cell["meta"]["dataset"]: cell["meta"] for cell in results if cell}
+    return pd.DataFrame(list(metas.values()))
+
+
+# --------------------------------------------------------------------------- methods
+
+def box_spec(n_features: int) -> list:
+    """Every feature continuous and free in [0, 1] (the relaxation all methods share)."""
+    return [FeatureSpec(f"x{j}") for j in range(n_features)]
+
+
+def stretch(x0, x, distance: float) -> np.ndarray:
+    """The point on the ray from `x0` through `x` at normalised l1 distance `distance` (clipped to [0, 1]):
+    the nearest counterfactual given another method's budget."""
+    x0, x = np.asarray(x0, float), np.asarray(x, float)
+    own = l1_distance(x, x0)
+    return x.copy() if own <= 0 else np.clip(x0 + (x - x0) * (distance / own), 0.0, 1.0)
+
+
+def _ce(method, param, result, **extra) -> dict:
+    return dict(method=method, param=param, x=None if result.x is None else np.asarray(result.x, float),
+                status=result.status, time=result.time, solver=result.solver,
+                fallback_from=getattr(result, "fallback_from", None), **extra)
+
+
+def run_methods(prep: dict, model_name: str, x0, *, rhos, delta_factors, alphas, region_time_limit: float,
+                gradient_steps: int, methods=ALL_METHODS, time_limit: float | None = None, milp_r_steps: int = 25,
+                solver=None) -> list[dict]:
+    """The methods of :data:`METHODS` for `model_name` that are in `methods` (the nearest counterfactual
+    always) on the factual `x0`, at each swept parameter (the recommended one flagged ``recommended``);
+    returns one dict per counterfactual (x None: not found). time_limit: seconds per MILP of the nearest,
+    SAA, PROPLACE and MILP-R problems; milp_r_steps: MILP-R's margin steps."""
+    methods = set(methods) | {NEAREST}
+    model, d = prep["models"][model_name], len(x0)
+    lower, upper = np.zeros(d), np.ones(d)
+    dataset = prep["dataset"]
+    out = []
+    nearest = nearest_counterfactual(model, x0, lower=lower, upper=upper, norm="l1", solver=solver,
+                                     time_limit=time_limit)
+    out.append(_ce(NEAREST, None, nearest, recommended=True))
+    region_at_rho = None
+    for rho in (rhos if REGION in methods else ()):
+        res = robust_region(model, x0, rho=rho, norm=NORM, target=1, time_limit=region_time_limit, solver=solver)
+        out.append(_ce(REGION, rho, res, recommended=rho == RHO))
+        if rho == RHO:
+            region_at_rho = res
+    if STRETCHED in methods and nearest.x is not None and region_at_rho is not None and region_at_rho.x is not None:
+        budget = l1_distance(region_at_rho.x, x0)
+        x = stretch(x0, nearest.x, budget)
+        out.append(dict(method=STRETCHED, param=RHO, x=x, status="stretched", time=0.0, solver="", recommended=True,
+                        fallback_from=None))
+    if model_name == "network":
+        base = proplace_delta(dataset)
+        for factor in (delta_factors if PROPLACE in methods else ()):
+            delta = base * factor
+            try:
+                neighbours = RobustNeighbours(model, prep["X_train"], delta=delta)
+            except ValueError:  # no training point is Delta-robust: PROPLACE has no plausible region
+                out.append(dict(method=PROPLACE, param=delta, x=None, status="no robust neighbours", time=0.0,
+                                solver="", recommended=factor == 1.0, fallback_from=None))
+                continue
+            vertices = plausible_vertices(x0, neighbours.query(x0, K_NEIGHBOURS))
+            out.append(_ce(PROPLACE, delta, proplace(model, x0, vertices, delta=delta, solver=solver,
+                                                     time_limit=time_limit), recommended=factor == 1.0))
+        if MILP_R in methods:
+            own = MILP_R_DELTA.get(dataset, 0.05)  # MILP-R's own delta_target (chapter 4), 0.05 elsewhere
+            found = baselines.milp_r(model, x0, delta=own, max_steps=milp_r_steps, solver=solver, time_limit=time_limit)
+            out.append(_ce(MILP_R, own, found, recommended=True))
+        if WACHTER in methods:
+            out.append(_ce(WACHTER, None, baselines.wachter(model, x0, steps=gradient_steps), recommended=True))
+        if ROAR in methods:
+            out.append(_ce(ROAR, base, baselines.roar_style(model, x0, delta=base, steps=gradient_steps),
+                           recommended=True))
+    else:
+        spec, n_trees = box_spec(d), len(model.estimators_)
+        for alpha in alphas:
+            for method, beta in ((DIRECT_SAA, None), (ROBUST_SAA, BETA)):
+                if method not in methods:
+                    continue
+                name = "direct-saa" if beta is None else "robust-saa"
+                tau = score_threshold(name, n_estimators=n_trees, alpha=alpha, beta=beta)
+                res = ensemble_counterfactual(model, x0, spec=spec, tau=tau, target=1, weights=np.ones(d),
+                                              solver=solver, time_limit=time_limit)
+                if res.relaxed:  # the threshold is out of the forest's reach: not a counterfactual of the method
+                    res.x = None
+                out.append(_ce(method, alpha, res, recommended=alpha == ALPHA, tau=tau))
+    return out
+
+
+# --------------------------------------------------------------------------- measures (one cell)
+
+def measure(prep: dict, model_name: str, x0, ce: dict, *, norms, lof: LofScorer, nearest_distance: float | None,
+            tol: float, time_limit: float | None = None, solver=None) -> dict:
+    """The robustness measures and costs of one counterfactual (module docstring); NaN where a measure
+    does not apply (Delta for forests, the score margin for networks) or nothing was found."""
+    model, x = prep["models"][model_name], ce["x"]
+    row = {k: v for k, v in ce.items() if k != "x"}
+    row.update(found=x is not None, valid=False, distance=math.nan, sparsity=math.nan, lof=math.nan,
+               radius_linf=math.nan, radius_l2=math.nan, delta_interval=math.nan, delta_exact=math.nan,
+               retrained=math.nan, n_retrained=len(prep["retrained"][model_name]), margin=math.nan,
+               excess_distance=math.nan, tol=tol, measure_time=0.0)
+    if x is None:
+        return row
+    started = time.perf_counter()
+    x = np.clip(x, 0.0, 1.0)
+    valid = bool(model_predict(model, x)[0] == 1)
+    row.update(valid=valid, distance=l1_distance(x, x0), sparsity=sparsity(x, x0), lof=float(lof(x)[0]),
+               retrained=float(np.mean([model_predict(m, x)[0] == 1 for m in prep["retrained"][model_name]])),
+               x=[float(v) for v in x])
+    if nearest_distance is not None:
+        row["excess_distance"] = row["distance"] - nearest_distance
+    for norm in norms:
+        row[f"radius_{norm}"] = input_radius(model, x, norm=norm, cap=RADIUS_CAP, solver=solver, time_limit=time_limit)
+    if model_name == "network":
+        shift = largest_delta(model, x, cap=DELTA_CAP, tol=tol, solver=solver, time_limit=time_limit)
+        row.update(delta_interval=shift.interval, delta_exact=shift.exact)
+    else:
+        row["margin"] = score_margin(model, x, alpha=ALPHA)
+    row["measure_time"] = time.perf_counter() - started
+    return row
+
+
+def factual_cell(*, dataset: str, model: str, factual: int, n_train: int, width: int, n_trees: int, depth: int,
+                 n_retrained: int, seed: int, methods, norms, forest_norms, rhos, forest_rhos, delta_factors, alphas,
+                 region_time_limit: float, time_limit: float, milp_r_steps: int, gradient_steps: int, tol: float,
+                 solver=None) -> dict:
+    """One cell of the grid: every method on the `factual`-th factual of `dataset` for `model` (``network``
+    or ``forest``), each counterfactual measured. Returns ``rows`` (one per counterfactual), the solvers
+    used (``solver``) and ``available`` (False when the dataset has fewer factuals)."""
+    prep = prepare(dataset, n_train=n_train, width=width, n_trees=n_trees, depth=depth, n_retrained=n_retrained,
+                   seed=seed)
+    meta = {"dataset": short(dataset), "rows": prep["n_rows"], "features": prep["n_features"],
+            "training rows": len(prep["X_train"]), "network accuracy": prep["accuracy"]["network"],
+            "forest accuracy": prep["accuracy"]["forest"], "factual candidates": len(prep["factuals"])}
+    if factual >= len(prep["factuals"]):
+        return dict(rows=[], solver="", available=False, meta=meta)
+    x0 = prep["factuals"][factual]
+    found = run_methods(prep, model, x0, methods=list(methods), rhos=list(rhos if model == "network" else forest_rhos),
+                        time_limit=time_limit, milp_r_steps=milp_r_steps, delta_factors=list(delta_factors), alphas=list(alphas),
+                        region_time_limit=region_time_limit, gradient_steps=gradient_steps, solver=solver)
+    trained = prep["models"][model]
+    positive = prep["X_train"][model_predict(trained, prep["X_train"]) == 1]
+    lof = LofScorer(positive)
+    nearest = found[0]["x"]
+    nearest_distance = None if nearest is None else l1_distance(np.clip(nearest, 0, 1), x0)
+    rows = []
+    for ce in found:
+        row = measure(prep, model, x0, ce, norms=norms if model == "network" else forest_norms, lof=lof, nearest_distance=nearest_distance, tol=tol,
+                      time_limit=time_limit, solver=solver)
+        rows.append(dict(dataset=short(dataset), model=model, factual=factual, **row))
+    used = sorted({s for r in rows for s in str(r["solver"]).split("+") if s})
+    return dict(rows=rows, solver="+".join(used), available=True, meta=meta)
+
+
+def grids(S: dict, *, seed: int = 0, solver: str | None = "auto") -> dict[str, experiments.Grid]:
+    """The chapter's one grid, ``benchmark``: a cell per (dataset, model, factual), factual-major (the
+    first factual of every dataset and model first: every hypothesis gets evidence early)."""
+    solver = None if str(solver or "auto").lower() == "auto" else solver
+    common = dict(n_train=S["n_train"], width=S["width"], n_trees=S["n_trees"], depth=S["depth"],
+                  n_retrained=S["n_retrained"], seed=seed, methods=list(S["methods"]), norms=list(S["norms"]),
+                  forest_norms=list(S["forest_norms"]), rhos=list(S["rhos"]), forest_rhos=list(S["forest_rhos"]),
+                  delta_factors=list(S["delta_factors"]), alphas=list(S["alphas"]),
+                  region_time_limit=S["region_time_limit"], time_limit=S["time_limit"], milp_r_steps=S["milp_r_steps"],
+                  gradient_steps=S["gradient_steps"], tol=S["tol"],
+                  solver=solver)
+    configs = [dict(dataset=ds, model=m, factual=i, **common)
+               for i in range(S["n_factuals"]) for ds in S["datasets"] for m in MODELS]
+    return {"benchmark": experiments.Grid(factual_cell, configs, order=list(range(len(configs))))}
+
+
+def frame(results: list) -> pd.DataFrame:
+    """All counterfactual rows of the grid's results (None: a cell not computed yet)."""
+    rows = [r for cell in results if cell for r in cell["rows"]]
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- tables
+
+def recommended(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of each method at its paper's parameter."""
+    return df[df["recommended"].astype(bool)] if len(df) else df
+
+
+SUMMARY_COLUMNS = ["found", "valid", "distance", "sparsity", "lof", "radius_linf", "radius_l2", "delta_interval",
+                   "delta_exact", "retrained", "margin", "time"]
+
+
+def _ordered(df: pd.DataFrame, by: list) -> pd.DataFrame:
+    rank = {m: i for i, m in enumerate(dict.fromkeys(METHODS["network"] + METHODS["forest"]))}
+    return df.sort_values(by, key=lambda s: s.map(rank) if s.name == "method" else s)
+
+
+def summary_table(df: pd.DataFrame, *, by=("model", "method")) -> pd.DataFrame:
+    """Mean of every measure and cost per (model, method) at the recommended parameters; `found` is the
+    share of factuals with a counterfactual, the other means are over the valid ones; ``retrained [95%]``
+    pools (counterfactual, retrained model) pairs into a Clopper-Pearson interval."""
+    rec = recommended(df)
+    if rec.empty:
+        return pd.DataFrame()
+    rows = []
+    for keys, g in rec.groupby(list(by), sort=False):
+        ok = g[g["valid"].astype(bool)]
+        row = dict(zip(by, keys if isinstance(keys, tuple) else (keys,)))
+        row.update(n=len(g), found=g["found"].mean(), valid=g["valid"].mean())
+        for col in SUMMARY_COLUMNS[2:]:
+            row[col] = ok[col].mean() if len(ok) else math.nan
+        pairs = int((ok["n_retrained"]).sum()) if len(ok) else 0
+        hits = int(round((ok["retrained"] * ok["n_retrained"]).sum())) if len(ok) else 0
+        ci = binomial_interval(hits, pairs)
+        row["retrained [95%]"] = f"[{ci.low:.2f}, {ci.high:.2f}]" if pairs else ""
+        rows.append(row)
+    return _ordered(pd.DataFrame(rows), list(by)).reset_index(drop=True)
+
+
+def sweep_level(row) -> str:
+    """The position of a row in its method's parameter sweep, comparable across datasets: rho for the
+    robust region, the factor on chapter 4's delta for PROPLACE (whose delta differs per dataset), alpha for
+    the SAA methods; "own" for the methods that run at one parameter (MILP-R's delta also differs per
+    dataset)."""
+    if row["method"] == REGION or row["method"] in (DIRECT_SAA, ROBUST_SAA):
+        return f"{float(row['param']):g}"
+    if row["method"] == PROPLACE:
+        base = {short(d): proplace_delta(d) for d in DATASETS}.get(row["dataset"], DELTA_DEFAULT)
+        return f"{float(row['param']) / base:g} δ"
+    return "own"
+
+
+def matched_budget_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Robustness at a matched distance: per model, each method's level of its parameter sweep
+    (:func:`sweep_level`) whose mean distance is closest to the budget, the mean distance of the robust
+    region at rho = 0.05 (the stretched nearest counterfactual spends that budget by construction, less
+    where the box [0, 1] clips it)."""
+    if df.empty:
+        return pd.DataFrame()
+    ok = df[df["valid"].astype(bool)].copy()
+    ok["param"] = ok.apply(sweep_level, axis=1)
+    rows = []
+    for model, g in ok.groupby("model", sort=False):
+        region = g[(g["method"] == REGION) & (g["param"] == f"{RHO:g}")]
+        if region.empty:
+            continue
+        budget = region["distance"].mean()
+        for method, m in g.groupby("method", sort=False):
+            means = m.groupby("param")[["distance", *MEASURES]].mean()
+            best = (means["distance"] - budget).abs().idxmin()
+            rows.append({"model": model, "method": method, "param": best, "budget": budget,
+                         **means.loc[best].to_dict()})
+    return _ordered(pd.DataFrame(rows), ["model", "method"]).reset_index(drop=True) if rows else pd.DataFrame()
+
+
+def _applies(model: str, col: str) -> bool:
+    return not ((model == "forest" and col.startswith("delta")) or (model == "network" and col == "margin"))
+
+
+def threat_table(summary: pd.DataFrame) -> pd.DataFrame:
+    """Which method for which threat, computed from the summary: per model and threat (measure), the
+    method with the highest mean robustness, and the one with the most robustness per unit of distance
+    among the methods that beat the nearest counterfactual."""
+    if summary.empty:
+        return pd.DataFrame()
+    rows = []
+    for model, g in summary.groupby("model", sort=False):
+        nearest = g[g["method"] == NEAREST]
+        for col, label in MEASURES.items():
+            if not _applies(model, col) or g[col].isna().all():
+                continue
+            best = g.loc[g[col].idxmax()]
+            base = float(nearest[col].iloc[0]) if len(nearest) else math.nan
+            gain = g[(g[col] > base) & (g["method"] != NEAREST)]
+            extra = gain["distance"] - (float(nearest["distance"].iloc[0]) if len(nearest) else 0.0)
+            per_cost = (gain[col] - base) / extra.where(extra > 0)
+            thrifty = gain.loc[per_cost.idxmax(), "method"] if per_cost.notna().any() else "—"
+            rows.append({"model": model, "threat": label, "most robust": best["method"], "its mean": best[col],
+                         "nearest's mean": base, "most robust per unit distance": thrifty})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- figures
+
+def plot_cost_robustness(summary: pd.DataFrame, *, measures=("radius_linf", "delta_exact", "retrained")):
+    """Cost (mean distance) against each robustness measure, one panel per measure, one point per
+    (model, method): up and to the left is better."""
+    fig, axes = plt.subplots(1, len(measures), figsize=(4.6 * len(measures), 3.8))
+    methods = list(dict.fromkeys(METHODS["network"] + METHODS["forest"]))
+    for ax, col in zip(np.atleast_1d(axes), measures):
+        for model, marker in (("network", "o"), ("forest", "s")):
+            g = summary[summary["model"] == model] if len(summary) else summary
+            for _, r in g.iterrows():
+                if pd.isna(r[col]) or pd.isna(r["distance"]):
+                    continue
+                colour = plots.PALETTE[methods.index(r["method"]) % len(plots.PALETTE)]
+                ax.scatter(r["distance"], r[col], marker=marker, color=colour, s=60, edgecolor="black")
+                ax.annotate(r["method"], (r["distance"], r[col]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel("normalised l1 distance (cost)")
+        ax.set_ylabel(MEASURES[col])
+    fig.tight_layout()
+    return fig
+
+
+def plot_threat_slider(df: pd.DataFrame) -> go.Figure:
+    """An interactive figure (plotly): every valid counterfactual at its method's recommended parameter,
+    distance on x, and on y the robustness measure the slider picks (one trace per model and method;
+    each slider step restyles the y data of every trace and the axis title)."""
+    rec = recommended(df)
+    rec = rec[rec["valid"].astype(bool)] if len(rec) else rec
+    fig = go.Figure()
+    methods = list(dict.fromkeys(METHODS["network"] + METHODS["forest"]))
+    traces = []
+    for model, symbol in (("network", "circle"), ("forest", "square")):
+        for method in METHODS[model]:
+            g = rec[(rec["model"] == model) & (rec["method"] == method)] if len(rec) else rec
+            if g.empty:
+                continue
+            traces.append(g)
+            fig.add_trace(go.Scatter(
+                x=g["distance"].tolist(), y=g["radius_linf"].tolist(), mode="markers", name=f"{method} ({model})",
+                text=[f"{d}, factual {f}" for d, f in zip(g["dataset"], g["factual"])],
+                marker=dict(symbol=symbol, size=9, color=plots.PALETTE[methods.index(method) % len(plots.PALETTE)],
+                            line=dict(width=1, color="black"))))
+    measures = [c for c in MEASURES if len(rec) and rec[c].notna().any()]
+    steps = [dict(method="update", label=MEASURES[c],
+                  args=[{"y": [[None if pd.isna(v) else float(v) for v in g[c]] for g in traces]},
+                        {"yaxis.title.text": MEASURES[c]}]) for c in measures]
+    fig.update_layout(template="plotly_white", height=480, xaxis_title="normalised l1 distance (cost)",
+                      yaxis_title=MEASURES["radius_linf"],
+                      title="Each counterfactual: its cost against the threat the slider picks",
+                      sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="threat: "), pad=dict(t=50))])
+    return fig
+
+
+# --------------------------------------------------------------------------- hypotheses and verdicts
+
+#: Paper column of the verdict table: whether a hypothesis follows from the methods' definitions.
+THEORY, NEW = "expected from the theory", "new (no paper measures it)"
+
+
+def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, against: str = NEAREST) -> pd.DataFrame:
+    """Per (dataset, factual): `col` of `method` (recommended parameter, or `param`) beside `against`'s,
+    over the factuals where both found a valid counterfactual."""
+    if df.empty:
+        return pd.DataFrame(columns=["ours", "base"])
+    ok = df[(df["model"] == model) & df["valid"].astype(bool)]
+    sel = ok[ok["method"] == method]
+    sel = sel[sel["recommended"].astype(bool)] if param is None else sel[sel["param"] == param]
+    base = ok[(ok["method"] == against) & ok["recommended"].astype(bool)]
+    keys = ["dataset", "factual"]
+    merged = sel[keys + [col]].merge(base[keys + [col]], on=keys, suffixes=("", "_base"))
+    return merged.rename(columns={col: "ours", f"{col}_base": "base"}).dropna(subset=["ours", "base"])
+
+
+def _better(pairs: pd.DataFrame, text: str, *, minimum: int, kind: str = NEW, unit: str = "") -> Claim:
+    """Hypothesis "ours > base": higher on average, and higher on more factuals than lower (a sign test's
+    direction; ties, e.g. both valid for every retrained model, count for neither)."""
+    n = len(pairs)
+    if n == 0:
+        return claim(text, paper=kind, ours="no pairs", holds=None, evidence=0, minimum=minimum)
+    wins = int((pairs["ours"] > pairs["base"] + 1e-9).sum())
+    losses = int((pairs["ours"] < pairs["base"] - 1e-9).sum())
+    holds = bool(pairs["ours"].mean() > pairs["base"].mean() and wins > losses)
+    ours = (f"mean {pairs['ours'].mean():.3g}{unit} vs {pairs['base'].mean():.3g}{unit}; higher on {wins}, "
+            f"lower on {losses} of {n} factuals")
+    return claim(text, paper=kind, ours=ours, holds=holds, evidence=n, minimum=minimum)
+
+
+#: The columns the hypothesis checks read.
+CLAIM_COLUMNS = ["dataset", "factual", "model", "method", "param", "recommended", "valid", "status", "tol",
+                 "excess_distance", *MEASURES]
+
+
+def claims(df: pd.DataFrame, *, minimum: int = 3) -> list[Claim]:
+    """The chapter's hypotheses (stated before the experiment) with verdicts from this run: *reproduced*
+    reads "holds", *differs* "fails", *not run* "fewer than `minimum` factuals to judge it"."""
+    df = df.reindex(columns=list(dict.fromkeys([*df.columns, *CLAIM_COLUMNS])))  # absent measures: no data
+    out = []
+    ok = df[df["valid"].astype(bool)] if len(df) else df
+    # H1: nearest is the closest valid point of the box, so no valid counterfactual is closer
+    excess = ok["excess_distance"].dropna() if len(ok) else pd.Series(dtype=float)
+    out.append(claim("H1. No method's valid counterfactual is closer than the nearest one (same model, same box)",
+                     paper=THEORY, ours=f"smallest excess distance {excess.min():.2g} over {len(excess)}"
+                     if len(excess) else "no data", holds=bool((excess >= -1e-6).all()) if len(excess) else None,
+                     evidence=len(excess), minimum=minimum))
+    # H2: a converged robust region is certified for its rho
+    reg = ok[(ok["method"] == REGION) & (ok["status"] == "converged")] if len(ok) else ok
+    gap = (reg["radius_linf"] - reg["param"].astype(float)) if len(reg) else pd.Series(dtype=float)
+    out.append(claim("H2. A converged robust region's centre has certified l∞ radius ≥ its rho", paper=THEORY,
+                     ours=f"smallest radius − rho {gap.min():.2g} over {len(gap)}" if len(gap) else "no data",
+                     holds=bool((gap >= -1e-4).all()) if len(gap) else None, evidence=len(gap), minimum=minimum))
+    # H3: PROPLACE's counterfactuals pass Definition 7 at their delta
+    pro = ok[ok["method"] == PROPLACE] if len(ok) else ok
+    # the bisection returns a Delta that passed, within its tolerance below the largest
+    gap = (pro["delta_interval"] - pro["param"].astype(float) + pro["tol"]) if len(pro) else pd.Series(dtype=float)
+    out.append(claim("H3. PROPLACE's counterfactuals survive every model shift up to their delta (interval test)",
+                     paper=THEORY, ours=f"smallest Δ − δ + tolerance {gap.min():.2g} over {len(gap)}" if len(gap)
+                     else "no data", holds=bool((gap >= -1e-9).all()) if len(gap) else None, evidence=len(gap), minimum=minimum))
+    # H4: the SAA counterfactuals clear their threshold
+    saa = ok[ok["method"].isin([DIRECT_SAA, ROBUST_SAA]) & ok["recommended"].astype(bool)] if len(ok) else ok
+    out.append(claim("H4. Direct-SAA and Robust-SAA counterfactuals have a non-negative margin over p*(N, α)",
+                     paper=THEORY, ours=f"smallest margin {saa['margin'].min():.2g} over {len(saa)}" if len(saa)
+                     else "no data", holds=bool((saa["margin"] >= -1e-6).all()) if len(saa) else None,
+                     evidence=len(saa), minimum=minimum))
+    # the cross-notion hypotheses
+    out.append(_better(_paired(df, "network", REGION, "retrained"),
+                       "H5. Region-robust counterfactuals of a network are more retraining-robust than nearest ones",
+                       minimum=minimum))
+    out.append(_better(_paired(df, "forest", REGION, "retrained"),
+                       "H6. Region-robust counterfactuals of a forest are more retraining-robust than nearest ones",
+                       minimum=minimum))
+    out.append(_better(_paired(df, "network", PROPLACE, "radius_linf"),
+                       "H7. PROPLACE's (model-shift-robust) counterfactuals have a larger l∞ input radius than "
+                       "nearest ones", minimum=minimum))
+    out.append(_better(_paired(df, "network", REGION, "delta_exact"),
+                       "H8. Region-robust counterfactuals of a network survive larger model shifts (exact Δ) than "
+                       "nearest ones", minimum=minimum))
+    out.append(_better(_paired(df, "forest", DIRECT_SAA, "radius_linf"),
+                       "H9. Direct-SAA's (retraining-robust) counterfactuals have a larger l∞ input radius than "
+                       "nearest ones", minimum=minimum))
+    out.append(_better(pd.concat([_paired(df, m, REGION, "retrained", against=STRETCHED) for m in MODELS]),
+                       "H10. At the same distance, region-robust counterfactuals are more retraining-robust than "
+                       "the nearest counterfactual stretched to that distance", minimum=minimum))
+    out.append(_better(_paired(df, "network", PROPLACE, "retrained"),
+                       "H11. PROPLACE's counterfactuals are more retraining-robust than nearest ones", minimum=minimum))
+    return out
+
+
+def hypotheses_table() -> pd.DataFrame:
+    """The hypotheses as stated before the run (claims without verdicts), for the top of the chapter."""
+    return pd.DataFrame([{"hypothesis": c.claim, "kind": c.paper} for c in claims(pd.DataFrame())])
+
+
+def findings(table: pd.DataFrame) -> str:
+    """Sentences on which hypotheses held, expected and new, computed from the verdict table."""
+    if table.empty:
+        return "*No verdicts yet.*"
+    lines = []
+    for kind in (THEORY, NEW):
+        g = table[table["Paper"] == kind]
+        held = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "reproduced"]
+        failed = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "differs"]
+        open_ = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "not run"]
+        lines.append(f"- **{kind.capitalize()}**: held {', '.join(held) or 'none'}; failed {', '.join(failed) or 'none'}"
+                     f"; undecided at this scale {', '.join(open_) or 'none'}.")
+    return "\n".join(lines)
+
+
+def lessons(df: pd.DataFrame, summary: pd.DataFrame) -> str:
+    """What this run says beyond the verdicts, every number computed: how often the robust region's centre
+    is the stretched nearest counterfactual (same point), how often each robust method beats the nearest
+    counterfactual on the other notions, and the price in distance of each robust method."""
+    if df.empty or summary.empty:
+        return "*No counterfactuals computed at this scale yet.*"
+    lines = []
+    ok = df[df["valid"].astype(bool) & df["recommended"].astype(bool)]
+    keys = ["dataset", "model", "factual"]
+    region = ok[ok["method"] == REGION].set_index(keys)
+    stretched = ok[ok["method"] == STRETCHED].set_index(keys)
+    both = region.index.intersection(stretched.index)
+    if len(both):
+        same = int((np.abs(region.loc[both, "radius_linf"] - stretched.loc[both, "radius_linf"]) < 1e-6).sum())
+        lines.append(f"- **The robust region is often the stretched nearest counterfactual.** On {same} of {len(both)} "
+                     "(dataset, model, factual) triples the region's centre has the certified radius of the nearest "
+                     "counterfactual stretched to the same l1 distance: with an l1 objective both move the same few "
+                     "features, the region just further. Where that happens the region bought its robustness with "
+                     "distance along the nearest direction, nothing else.")
+    regions = df[(df["method"] == REGION) & df["found"].astype(bool)]
+    for model, g in regions.groupby("model", sort=False):
+        stopped = int((g["status"] != "converged").sum())
+        if stopped:
+            lines.append(f"- **Early stops.** Algorithm 1 stopped at its time limit on {stopped} of {len(g)} robust "
+                         f"regions of the {model}s; their centres are certified only for the smaller radius they "
+                         "reached (the l∞ radius column says which).")
+    threats = threat_table(summary)
+    for model, g in threats.groupby("model", sort=False) if len(threats) else ():
+        tops = g["most robust"].unique()
+        if len(tops) == 1:
+            lines.append(f"- **One method tops every threat on the {model}s**: {tops[0]} is the most robust under "
+                         f"all {len(g)} measures of Table 3, whatever notion it was designed for.")
+    for model, g in summary.groupby("model", sort=False):
+        near = g[g["method"] == NEAREST]
+        if near.empty:
+            continue
+        d0 = float(near["distance"].iloc[0])
+        prices = ", ".join(f"{r.method} {r.distance / d0:.1f}×" for r in g.itertuples()
+                           if r.method not in (NEAREST, STRETCHED) and pd.notna(r.distance) and d0 > 0)
+        lines.append(f"- **Price in distance ({model}s)**, mean distance relative to the nearest counterfactual: "
+                     f"{prices}.")
+    return "\n".join(lines)

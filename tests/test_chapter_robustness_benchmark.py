@@ -1,0 +1,127 @@
+"""Chapter 6's protocol: scales, the grid, one real cell on a small dataset, the tables, the slider figure
+and the hypothesis checks (holds / fails / no data)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from explainopt.chapters import robustness_benchmark as CH  # noqa: E402
+from explainopt.chapters import settings  # noqa: E402
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED  # noqa: E402
+
+TINY = dict(n_train=200, width=4, n_trees=7, depth=2, n_retrained=2, seed=0, norms=["linf"], forest_norms=["linf"],
+            rhos=[CH.RHO], forest_rhos=[CH.RHO], delta_factors=[1.0], alphas=[CH.ALPHA], region_time_limit=5,
+            time_limit=30, milp_r_steps=5, gradient_steps=30, tol=1e-2, solver=None)
+
+
+def test_scales_take_the_readers_settings():
+    assert settings(CH.SCALES, "smoke", datasets=None)["datasets"] == CH.DATASETS[:2]
+    assert settings(CH.SCALES, "book", n_factuals=2)["n_factuals"] == 2
+    assert {"robust-ce/banknote", "robust-ce/diabetes", "carla/adult", "carla/compas", "carla/heloc",
+            "ensembles/German-Credit"} <= set(CH.SCALES["book"]["datasets"])
+
+
+def test_the_grid_has_one_cell_per_dataset_model_and_factual_factual_major():
+    S = settings(CH.SCALES, "smoke")
+    grid = CH.grids(S)["benchmark"]
+    assert len(grid) == len(S["datasets"]) * 2 * S["n_factuals"]
+    firsts = [grid.configs[i]["factual"] for i in grid.order[: 2 * len(S["datasets"])]]
+    assert firsts == [0] * (2 * len(S["datasets"]))
+
+
+def test_stretch_reaches_the_budget_along_the_same_direction():
+    x0, x = np.array([0.2, 0.2]), np.array([0.3, 0.2])
+    far = CH.stretch(x0, x, 2 * CH.l1_distance(x, x0))
+    assert np.allclose(far, [0.4, 0.2])
+    assert np.allclose(CH.stretch(x0, np.array([0.9, 0.2]), 1.0), [1.0, 0.2])  # clipped to the box
+
+
+@pytest.fixture(scope="module")
+def cells():
+    forest = CH.factual_cell(dataset="robust-ce/banknote", model="forest", factual=0,
+                             methods=[CH.NEAREST, CH.STRETCHED, CH.REGION, CH.DIRECT_SAA], **TINY)
+    network = CH.factual_cell(dataset="robust-ce/banknote", model="network", factual=0,
+                              methods=[CH.NEAREST, CH.STRETCHED, CH.REGION, CH.PROPLACE], **TINY)
+    return [forest, network]
+
+
+def test_a_cell_measures_every_method_on_the_same_factual(cells):
+    df = CH.frame(cells)
+    assert set(df["method"]) >= {CH.NEAREST, CH.STRETCHED, CH.REGION, CH.DIRECT_SAA}
+    assert (df["factual"] == 0).all() and cells[0]["meta"]["features"] == 4
+    ok = df[df["valid"].astype(bool)]
+    assert (ok["excess_distance"] >= -1e-6).all()  # nothing valid is closer than the nearest counterfactual
+    nets, forests = ok[ok["model"] == "network"], ok[ok["model"] == "forest"]
+    assert nets["delta_exact"].notna().all() and nets["margin"].isna().all()
+    assert forests["margin"].notna().all() and forests["delta_exact"].isna().all()
+    region = ok[(ok["method"] == CH.REGION) & (ok["status"] == "converged")]
+    assert (region["radius_linf"] >= CH.RHO - 1e-4).all()
+
+
+def test_tables_and_figures_from_a_cell(cells):
+    df = CH.frame(cells)
+    summary = CH.summary_table(df)
+    assert set(summary["model"]) == {"network", "forest"} and "retrained [95%]" in summary
+    assert not CH.threat_table(summary).empty
+    assert set(CH.matched_budget_table(df)["model"]) <= {"network", "forest"}
+    assert len(CH.models_table(cells)) == 1
+    fig = CH.plot_threat_slider(df)
+    steps = fig.layout.sliders[0].steps
+    assert len(steps) >= 3 and all(s.method == "update" for s in steps)
+    assert steps[0].args[0]["y"] != steps[-1].args[0]["y"]  # moving the slider changes the plotted data
+    CH.plot_cost_robustness(summary)
+
+
+def _rows(method, model, values, *, col="retrained", param=None, **extra):
+    return [{**dict(dataset="toy", factual=i, model=model, method=method, param=param, recommended=True, valid=True,
+                    status="optimal", excess_distance=0.0, tol=1e-4), col: v, **extra} for i, v in enumerate(values)]
+
+
+def _claim(claims, prefix):
+    return next(c for c in claims if c.claim.startswith(prefix))
+
+
+def test_cross_notion_hypothesis_holds_fails_or_is_not_run():
+    base = _rows(CH.NEAREST, "network", [0.1, 0.2, 0.0, 0.1])
+    better = pd.DataFrame(base + _rows(CH.REGION, "network", [0.9, 0.8, 1.0, 0.7], param=CH.RHO))
+    worse = pd.DataFrame(base + _rows(CH.REGION, "network", [0.0, 0.1, 0.0, 0.0], param=CH.RHO))
+    few = pd.DataFrame(base[:2] + _rows(CH.REGION, "network", [0.9, 0.8], param=CH.RHO))
+    assert _claim(CH.claims(better), "H5").verdict == REPRODUCED
+    assert _claim(CH.claims(worse), "H5").verdict == DIFFERS
+    assert _claim(CH.claims(few), "H5").verdict == NOT_RUN
+
+
+def test_theory_hypothesis_catches_a_counterfactual_closer_than_the_nearest():
+    ok = pd.DataFrame(_rows(CH.REGION, "forest", [0.1, 0.2, 0.3], col="excess_distance", param=CH.RHO))
+    bad = ok.copy()
+    bad.loc[0, "excess_distance"] = -0.01
+    assert _claim(CH.claims(ok), "H1").verdict == REPRODUCED
+    assert _claim(CH.claims(bad), "H1").verdict == DIFFERS
+    assert all(c.verdict == NOT_RUN for c in CH.claims(pd.DataFrame(columns=ok.columns)))
+
+
+def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
+    table = CH.hypotheses_table()
+    assert len(table) == 11 and set(table["kind"]) == {CH.THEORY, CH.NEW}
+    from explainopt.reporting import claims_table
+    text = CH.findings(claims_table(CH.claims(pd.DataFrame(_rows(CH.NEAREST, "network", [0.1, 0.2, 0.3])))))
+    assert "held H1" in text
+
+
+def test_matched_budget_compares_sweep_levels_across_datasets():
+    rows = []
+    for dataset, delta in (("adult", 0.035), ("compas", 0.025)):
+        rows += [dict(dataset=dataset, factual=0, model="network", method=CH.REGION, param=CH.RHO, valid=True,
+                      distance=0.05, **{m: 0.1 for m in CH.MEASURES}),
+                 dict(dataset=dataset, factual=0, model="network", method=CH.PROPLACE, param=delta, valid=True,
+                      distance=0.06, **{m: 0.2 for m in CH.MEASURES}),
+                 dict(dataset=dataset, factual=0, model="network", method=CH.PROPLACE, param=2 * delta, valid=True,
+                      distance=0.2, **{m: 0.3 for m in CH.MEASURES})]
+    table = CH.matched_budget_table(pd.DataFrame(rows))
+    proplace = table[table["method"] == CH.PROPLACE].iloc[0]
+    assert proplace["param"] == "1 δ" and proplace["distance"] == pytest.approx(0.06)  # both datasets, one level
+    assert table["budget"].iloc[0] == pytest.approx(0.05)
