@@ -250,7 +250,7 @@ EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1":
 
 def test_every_claim_is_not_run_without_data():
     claims = CH.claims(**EMPTY, datasets=[])
-    assert len(claims) == 12 and {c.verdict for c in claims} == {NOT_RUN}
+    assert len(claims) == 13 and {c.verdict for c in claims} == {NOT_RUN}
 
 
 def test_verified_claim():
@@ -352,3 +352,23 @@ def test_evolving_naive_table_puts_fixed_and_evolving_validity_side_by_side():
     table = CH.evolving_naive_table(frame([True, False]), frame([True, True, True, False]))
     assert (table.loc[0, "evolving data [%]"], table.loc[0, "fixed data [%]"], table.loc[0, "n"]) == (50, 75, 2)
     assert CH.evolving_naive_table(frame([]), frame([True])).empty
+
+
+def test_tables_of_an_empty_store_keep_their_columns():
+    empty = CH.simulation_frame([None, None])
+    assert {"target", "label", "rate", "high"} <= set(CH.saa_curves(empty).columns) and CH.saa_curves(empty).empty
+    assert {"label", "parameter", "distance", "rate"} <= set(CH.benchmark_points(empty).columns)
+    assert CH.solve_time_frame(empty).empty and CH.benchmark_time_ratio(CH.solve_time_frame(empty)).empty
+    claims = CH.claims(checks=CH.check_counts(empty), table1=CH.naive_validity_table(empty),
+                       curves=CH.saa_curves(empty), points=CH.benchmark_points(empty),
+                       times=CH.solve_time_table(empty), correlation=pd.Series(dtype=float),
+                       table3=CH.naive_validity_table(empty), datasets=[], evolving_curves=CH.saa_curves(empty))
+    assert {c.verdict for c in claims} == {NOT_RUN}
+
+
+def test_sparse_adult_claim_weighs_each_alpha_by_its_counterfactuals():
+    curves = pd.DataFrame({"dataset": ["Adult", "Adult", "Credit-Card-Default"], "label": "Direct-SAA",
+                           "n_changed": [1.0, 4.0, 2.0], "n": [3, 1, 4]})
+    assert CH.claim_sparse_adult(curves).verdict == REPRODUCED          # (3 + 4) / 4 = 1.75 < 2
+    assert CH.claim_sparse_adult(curves.assign(n=[1, 3, 4])).verdict == DIFFERS   # 13 / 4 > 2
+    assert CH.claim_sparse_adult(curves.iloc[:2]).verdict == NOT_RUN
