@@ -214,6 +214,9 @@ def test_counterfactual_path_shows_the_changed_features_per_target():
     assert list(path.columns) == ["factual", "0.50", "0.90"] and len(path) == 1
     assert "change 1 of the 5 features" in CH.describe_path(path, dataset="COMPAS")
     assert "moves 0 of 1 times" in CH.describe_path(path, dataset="COMPAS")
+    fig, text = CH.path_figure(frame, dataset="COMPAS", title="Figure 3")
+    assert fig.axes[0].get_title() == "Figure 3" and text == CH.describe_path(path, dataset="COMPAS")
+    assert CH.path_figure(frame, dataset="Adult") is None and CH.path_figure(frame, dataset="COMPAS", sim=1) is None
 
 
 def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():

@@ -647,6 +647,20 @@ def plot_counterfactual_path(table, *, ax=None, title=""):
     return ax
 
 
+def path_figure(frame, *, dataset: str, sim: int = 0, factual: int = 0, title: str = ""):
+    """Figures 3, 7 and 8: the heatmap of :func:`plot_counterfactual_path` for one factual and the
+    sentence of :func:`describe_path`, as ``(figure, text)``; None when `frame` holds no Direct-SAA
+    counterfactual of that factual (a dataset this scale does not run, or a store not filled yet)."""
+    sub = frame[(frame.dataset == dataset) & (frame.sim == sim) & (frame.factual == factual)
+                & (frame.method == "direct-saa") & frame["x"].notna()]
+    if sub.empty:
+        return None
+    table = counterfactual_path(frame, dataset=dataset, sim=sim, factual=factual)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(table) + 1.5))
+    plot_counterfactual_path(table, ax=ax, title=title)
+    return fig, describe_path(table, dataset=dataset)
+
+
 def plot_pareto(points, *, datasets=None):
     """Figure 4: mean distance against retrained validity for every method and parameter."""
     datasets = list(datasets or points["dataset"].unique())
