@@ -84,18 +84,44 @@ def test_book_grid_gives_spambase_its_own_settings_and_runs_it_first():
 
 def test_grids_declare_the_notebooks_cells_and_fill_n100_before_n400_round_by_round():
     book = settings(CH.SCALES, "book")
-    grid = CH.grids(book, betas=[0.05, 0.1], seed=0, solver="auto")["simulations"]
+    grids = CH.grids(book, betas=[0.05, 0.1], seed=0, solver="auto")
+    grid = grids["simulations"]
     assert grid.func is CH.simulate
     assert grid.configs == CH.grid_configs(book, betas=[0.05, 0.1], first_sim=0, solver="auto")  # the book's cells
+    assert not any("naive" in c or "new_share" in c for c in grid.configs)     # keys (and cache) as before
     assert sorted(grid.order) == list(range(len(grid.configs)))
     paper = CH.grids(settings(CH.SCALES, "paper"))["simulations"]
-    assert len(paper) == 7 * (40 + 20)
+    assert len(paper) == 7 * (40 + 20) + 7 * 40                               # SAA cells, then benchmark cells
     ordered = [paper.configs[i] for i in paper.order]
-    assert [c["n_estimators"] for c in ordered] == [100] * 280 + [400] * 140
+    assert [c["n_estimators"] for c in ordered] == [100] * 280 + [400] * 140 + [100] * 280
     assert [c["sim"] for c in ordered[:14]] == [0] * 7 + [1] * 7      # one simulation of every dataset per round
     assert [c["dataset"] for c in ordered[:7]] == list(CH.COST_ORDER)   # cheapest first, Spambase last
     assert ordered[0]["betas"] == [] and ordered[6]["betas"] == [0.05, 0.1] and ordered[280]["betas"] == []
+    saa, bench = ordered[0], ordered[420]
+    assert not saa["contaminations"] and saa["alphas"] and saa.get("naive", True)
+    assert bench["contaminations"] and bench["lof_weights"] and not bench["alphas"] and bench["naive"] is False
     assert CH.simulation_frame([None, None]).columns.tolist() == CH.SIMULATION_COLUMNS
+
+
+def test_evolving_grid_retrains_on_more_rows_with_robust_saa_on_the_small_datasets():
+    evolving = CH.grids(settings(CH.SCALES, "book"))["evolving"].configs
+    assert {c["dataset"] for c in evolving} == set(CH.ENSEMBLE_DATASETS)
+    assert all(c["new_share"] == CH.NEW_SHARE and not c["contaminations"] and c["n_estimators"] == 100
+               for c in evolving)
+    assert {c["dataset"] for c in evolving if c["betas"]} == set(CH.EVOLVING_ROBUST)
+    smoke = CH.grids(settings(CH.SCALES, "smoke", datasets=["German-Credit"]))["evolving"]
+    assert len(smoke) == 0                                                    # evolving data on COMPAS only
+    data = load_dataset("ensembles/COMPAS").scaled()
+    fixed = CH.make_simulation(data, sim=1, n_factuals=5, n_estimators=10, max_depth=3)
+    new = CH.make_simulation(data, sim=1, n_factuals=5, n_estimators=10, max_depth=3, new_share=0.2)
+    assert np.array_equal(fixed.X_factual, new.X_factual)                     # the same factuals
+    assert len(new.X_train) == round(0.8 * len(fixed.X_train)) and new.retrained.n_features_in_ == 5
+    probe = fixed.X_train[:200]                                               # T1 sees all rows: the same forest
+    assert np.array_equal(new.retrained.predict_proba(probe), fixed.retrained.predict_proba(probe))
+    assert not np.array_equal(new.forest.predict_proba(probe), fixed.forest.predict_proba(probe))
+    rows = CH.simulate(dataset="COMPAS", sim=1, n_estimators=10, max_depth=3, n_factuals=1, alphas=[0.5],
+                       lof_weights=[1.0], naive=False, new_share=0.2)
+    assert [r["method"] for r in rows] == ["direct-saa", "lof"]
 
 
 def test_settings_keep_the_scales_factuals_unless_the_reader_gives_a_number():
@@ -188,6 +214,9 @@ def test_counterfactual_path_shows_the_changed_features_per_target():
     assert list(path.columns) == ["factual", "0.50", "0.90"] and len(path) == 1
     assert "change 1 of the 5 features" in CH.describe_path(path, dataset="COMPAS")
     assert "moves 0 of 1 times" in CH.describe_path(path, dataset="COMPAS")
+    fig, text = CH.path_figure(frame, dataset="COMPAS", title="Figure 3")
+    assert fig.axes[0].get_title() == "Figure 3" and text == CH.describe_path(path, dataset="COMPAS")
+    assert CH.path_figure(frame, dataset="Adult") is None and CH.path_figure(frame, dataset="COMPAS", sim=1) is None
 
 
 def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():
@@ -224,7 +253,7 @@ EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1":
 
 def test_every_claim_is_not_run_without_data():
     claims = CH.claims(**EMPTY, datasets=[])
-    assert len(claims) == 10 and {c.verdict for c in claims} == {NOT_RUN}
+    assert len(claims) == 13 and {c.verdict for c in claims} == {NOT_RUN}
 
 
 def test_verified_claim():
@@ -302,3 +331,47 @@ def test_large_forests_claim():
     assert CH.claim_large_forests(_table1({"Spambase": 70})).verdict == DIFFERS
     assert CH.claim_large_forests(_table1({"COMPAS": 20})).verdict == NOT_RUN
     assert CH.claim_large_forests(_table1({"Spambase": 20})).paper.startswith("24% on Spambase")
+
+
+def test_evolving_claims_need_every_dataset_and_the_three_robust_saa_curves():
+    small = set(CH.EVOLVING_ROBUST)
+    rows = [(d, "Direct-SAA", 0.9, 0.5 if d in small else 0.95) for d in CH.ENSEMBLE_DATASETS]
+    assert CH.claim_evolving_direct(_curves(rows)).verdict == REPRODUCED
+    assert "misses: German-Credit, Spambase, Students-Performance" in CH.claim_evolving_direct(_curves(rows)).ours
+    all_meet = [(d, "Direct-SAA", 0.9, 0.95) for d in CH.ENSEMBLE_DATASETS]
+    assert CH.claim_evolving_direct(_curves(all_meet)).verdict == DIFFERS
+    assert CH.claim_evolving_direct(_curves(rows[:-1])).verdict == NOT_RUN
+    label = "Robust-SAA (beta=0.05)"
+    robust = [(d, label, 0.9, 0.99) for d in small]
+    assert CH.claim_evolving_robust(_curves(robust)).verdict == REPRODUCED
+    assert CH.claim_evolving_robust(_curves(robust[:-1] + [(robust[-1][0], label, 0.9, 0.5)])).verdict == DIFFERS
+    assert CH.claim_evolving_robust(_curves(robust[:-1])).verdict == NOT_RUN
+
+
+def test_evolving_naive_table_puts_fixed_and_evolving_validity_side_by_side():
+    def frame(valid):
+        return pd.DataFrame({"dataset": "COMPAS", "method": "naive", "valid_retrained": valid, "distance": 1.0,
+                             "n_changed": 1})
+    table = CH.evolving_naive_table(frame([True, False]), frame([True, True, True, False]))
+    assert (table.loc[0, "evolving data [%]"], table.loc[0, "fixed data [%]"], table.loc[0, "n"]) == (50, 75, 2)
+    assert CH.evolving_naive_table(frame([]), frame([True])).empty
+
+
+def test_tables_of_an_empty_store_keep_their_columns():
+    empty = CH.simulation_frame([None, None])
+    assert {"target", "label", "rate", "high"} <= set(CH.saa_curves(empty).columns) and CH.saa_curves(empty).empty
+    assert {"label", "parameter", "distance", "rate"} <= set(CH.benchmark_points(empty).columns)
+    assert CH.solve_time_frame(empty).empty and CH.benchmark_time_ratio(CH.solve_time_frame(empty)).empty
+    claims = CH.claims(checks=CH.check_counts(empty), table1=CH.naive_validity_table(empty),
+                       curves=CH.saa_curves(empty), points=CH.benchmark_points(empty),
+                       times=CH.solve_time_table(empty), correlation=pd.Series(dtype=float),
+                       table3=CH.naive_validity_table(empty), datasets=[], evolving_curves=CH.saa_curves(empty))
+    assert {c.verdict for c in claims} == {NOT_RUN}
+
+
+def test_sparse_adult_claim_weighs_each_alpha_by_its_counterfactuals():
+    curves = pd.DataFrame({"dataset": ["Adult", "Adult", "Credit-Card-Default"], "label": "Direct-SAA",
+                           "n_changed": [1.0, 4.0, 2.0], "n": [3, 1, 4]})
+    assert CH.claim_sparse_adult(curves).verdict == REPRODUCED          # (3 + 4) / 4 = 1.75 < 2
+    assert CH.claim_sparse_adult(curves.assign(n=[1, 3, 4])).verdict == DIFFERS   # 13 / 4 > 2
+    assert CH.claim_sparse_adult(curves.iloc[:2]).verdict == NOT_RUN
