@@ -46,7 +46,7 @@ from sklearn.neighbors import KDTree, LocalOutlierFactor
 
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
-from ..encoders.networks import encode_layers, forward, relu_layer
+from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer
 from .base import Counterfactual
 
 
@@ -218,24 +218,39 @@ class ProplaceResult(Counterfactual):
     history: list = field(default_factory=list)
 
 
+def _hull_bounds(layers, V, lo, hi, *, cached: bool):
+    """Big-M bounds of `layers` over the convex hull of the vertices `V` (:func:`lp_bounds`; layer 0 exact),
+    intersected, for a network reused by every factual (`cached`), with its memoised bounds over the
+    unit box (:func:`network_bounds`), which contains the hull for min-max scaled data."""
+    unit = None
+    if cached and lo.min() >= 0 and hi.max() <= 1:
+        unit = network_bounds(layers, np.zeros(V.shape[1]), np.ones(V.shape[1]))
+    return lp_bounds(layers, lo, hi, vertices=V, bounds=unit)
+
+
 def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval: IntervalNetwork | None = None,
                   interval_margin: float = 1e-4, solver=None, time_limit=None):
     """Eq. 5: nearest point of the convex hull of `vertices` valid (logit >= margin) for every network
     in `models` (layers lists); optionally also Delta-robust by the exact interval MILP (lower bound
-    >= `interval_margin`, a small margin against the solver's feasibility tolerance). Returns
-    (x', lambda, SolveResult) with x' None when no solution was found."""
+    >= `interval_margin`, a small margin against the solver's feasibility tolerance). The big-M bounds
+    of every network come from LP bound tightening over the hull (:func:`_hull_bounds`): they leave the
+    feasible set, hence the optimum, unchanged. Returns (x', lambda, SolveResult) with x' None when no
+    solution was found."""
     x0 = np.asarray(x0, float)
     V = _rows(vertices)
     lam = cp.Variable(len(V), nonneg=True, name="lambda")
     xp = V.T @ lam
     lo, hi = V.min(axis=0), V.max(axis=0)
     cons = [cp.sum(lam) == 1]
-    for layers in models:
-        out, c, _, _ = encode_layers(layers, xp, lo, hi)
+    for k, layers in enumerate(models):
+        out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=_hull_bounds(layers, V, lo, hi, cached=k == 0))
         cons += c + [out >= margin]
     if interval is not None:
-        enc = encode(interval, xp, lower=lo, upper=hi)
-        cons += enc.constraints + [enc.output >= interval_margin]
+        if (lo < 0).any():
+            raise ValueError("interval networks need non-negative inputs: the vertices must be >= 0")
+        layers = [(W[:1], b[:1]) if k == len(interval.layers) - 1 else (W, b) for k, (W, b) in enumerate(interval.layers)]
+        out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=_hull_bounds(layers, V, lo, hi, cached=True))
+        cons += c + [out >= interval_margin]
     problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
     res = solvers.solve(problem, solver=solver, time_limit=time_limit)
     if not res.has_solution or lam.value is None:
