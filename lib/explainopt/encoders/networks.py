@@ -153,7 +153,8 @@ def _intersect(a, b):
     return [(np.maximum(la, lb), np.minimum(ua, ub)) for (la, ua), (lb, ub) in zip(a, b)]
 
 
-def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None, tol: float = 1e-6) -> list[tuple[np.ndarray, np.ndarray]]:
+def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
+              tol: float = 1e-6) -> list[tuple[np.ndarray, np.ndarray]]:
     """Optimization-based bound tightening: bounds ``(l, u)`` of every layer's pre-activations over the
     input domain, each hidden neuron's from two LPs (min and max of its pre-activation over the triangle
     relaxation of the layers below, built from their already tightened bounds), layer by layer.
