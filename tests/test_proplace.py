@@ -3,17 +3,19 @@
 The protocol of chapter 4 (split, experiment cells, tables, claims) is tested in test_chapter_proplace.py.
 """
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.datasets import make_moons
 from torch import nn
 
+from explainopt import solvers
 from explainopt.chapters.proplace import train_network
 from explainopt.counterfactuals import Counterfactual
 from explainopt.counterfactuals import baselines as B
 from explainopt.counterfactuals import proplace as P
 from explainopt.encoders import IntervalNetwork, delta_robust, model_predict, network_layers
-from explainopt.encoders.networks import forward
+from explainopt.encoders.networks import encode_layers, forward
 
 DELTA = 0.05
 
@@ -163,3 +165,28 @@ def test_robx_with_a_given_base_names_no_solver_and_milp_r_reports_running_out(m
     assert res.solver == "" and res.x is not None
     stuck = B.milp_r(net, x, delta=10.0, max_steps=2)  # no point is robust to shifts this large
     assert stuck.status == "not_robust" and not stuck.robust and stuck.eps is None and stuck.x is not None
+
+
+def _outer_with_interval_bounds(models, x0, V, margin=0.01):
+    """Eq. 5 formulated with plain interval bounds (no LP tightening): the reference optimum."""
+    lam = cp.Variable(len(V), nonneg=True)
+    xp = V.T @ lam
+    cons = [cp.sum(lam) == 1]
+    for layers in models:
+        out, c, _, _ = encode_layers(layers, xp, V.min(0), V.max(0))
+        cons += c + [out >= margin]
+    return solvers.solve(cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)).objective
+
+
+def test_outer_problem_with_lp_bounds_keeps_the_optimum(moons, factuals):
+    X, _, net = moons
+    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
+    for x0 in factuals:
+        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+        models = [network_layers(net)]
+        for _ in range(3):  # the base network, then worst-case networks as Algorithm 1 adds them
+            xp, _, res = P.outer_problem(models, x0, V)
+            assert res.status == "optimal"
+            assert res.objective == pytest.approx(_outer_with_interval_bounds(models, x0, V), abs=1e-6)
+            assert model_predict(net, xp[None])[0] == 1  # re-checked with the model's own predict
+            models.append(P.worst_case_model(net, xp, delta=DELTA).layers)

@@ -46,7 +46,7 @@ from sklearn.neighbors import KDTree, LocalOutlierFactor
 
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
-from ..encoders.networks import encode_layers, forward, relu_layer
+from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer
 from .base import Counterfactual
 
 
@@ -218,24 +218,43 @@ class ProplaceResult(Counterfactual):
     history: list = field(default_factory=list)
 
 
+def _hull_bounds(layers, V, lo, hi, *, cached: bool):
+    """Big-M bounds of `layers` over the convex hull of the vertices `V` (:func:`lp_bounds`; layer 0 exact),
+    intersected, for a network reused by every factual (`cached`), with its memoised bounds over the
+    unit box (:func:`network_bounds`), which contains the hull for min-max scaled data."""
+    unit = None
+    if cached and lo.min() >= 0 and hi.max() <= 1:
+        unit = network_bounds(layers, np.zeros(V.shape[1]), np.ones(V.shape[1]))
+    return lp_bounds(layers, lo, hi, vertices=V, bounds=unit)
+
+
 def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval: IntervalNetwork | None = None,
-                  interval_margin: float = 1e-4, solver=None, time_limit=None):
+                  interval_margin: float = 1e-4, tighten: bool = True, solver=None, time_limit=None):
     """Eq. 5: nearest point of the convex hull of `vertices` valid (logit >= margin) for every network
     in `models` (layers lists); optionally also Delta-robust by the exact interval MILP (lower bound
-    >= `interval_margin`, a small margin against the solver's feasibility tolerance). Returns
-    (x', lambda, SolveResult) with x' None when no solution was found."""
+    >= `interval_margin`, a small margin against the solver's feasibility tolerance). The big-M bounds
+    of every network come from LP bound tightening over the hull (:func:`_hull_bounds`; interval bounds
+    over the vertices' box alone with ``tighten=False``): they leave the feasible set, hence the optimum,
+    unchanged. Returns (x', lambda, SolveResult) with x' None when no
+    solution was found."""
     x0 = np.asarray(x0, float)
     V = _rows(vertices)
     lam = cp.Variable(len(V), nonneg=True, name="lambda")
     xp = V.T @ lam
     lo, hi = V.min(axis=0), V.max(axis=0)
     cons = [cp.sum(lam) == 1]
-    for layers in models:
-        out, c, _, _ = encode_layers(layers, xp, lo, hi)
+    for k, layers in enumerate(models):
+        bounds = _hull_bounds(layers, V, lo, hi, cached=k == 0) if tighten else None
+        out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
         cons += c + [out >= margin]
     if interval is not None:
-        enc = encode(interval, xp, lower=lo, upper=hi)
-        cons += enc.constraints + [enc.output >= interval_margin]
+        if (lo < 0).any():
+            raise ValueError("interval networks need non-negative inputs: the vertices must be >= 0")
+        last = len(interval.layers) - 1
+        layers = [(W[:1], b[:1]) if k == last else (W, b) for k, (W, b) in enumerate(interval.layers)]
+        bounds = _hull_bounds(layers, V, lo, hi, cached=True) if tighten else None
+        out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
+        cons += c + [out >= interval_margin]
     problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
     res = solvers.solve(problem, solver=solver, time_limit=time_limit)
     if not res.has_solution or lam.value is None:
@@ -246,13 +265,14 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
 
 
 def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_iter: int = 30, certify: bool = True,
-             solver=None, time_limit=None) -> ProplaceResult:
+             tighten: bool = True, solver=None, time_limit=None) -> ProplaceResult:
     """Algorithm 1 of PROPLACE over the plausible region with the given `vertices` (factual first).
 
     Repeats outer (eq. 5) / inner (eq. 6, exact MILP) until the worst-case shifted model still gives
     class 1. The paper's Definition 7 test (interval lower bound >= 0) is looser than the true worst
     case; with ``certify`` a converged x' that fails it is re-solved once with the exact interval MILP
-    as an extra constraint, so every returned counterfactual passes Definition 7.
+    as an extra constraint, so every returned counterfactual passes Definition 7. `tighten`: LP-tightened
+    big-M bounds in the outer problems (:func:`outer_problem`; the optimum is the same either way).
     """
     start = time.perf_counter()
     x0 = np.asarray(x0, float).ravel()
@@ -260,7 +280,8 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     result = ProplaceResult(None, "max_iter", 0.0, "")
     solves = []
     for it in range(1, max_iter + 1):
-        xp, lam, res = outer_problem(models, x0, vertices, margin=margin, solver=solver, time_limit=time_limit)
+        xp, lam, res = outer_problem(models, x0, vertices, margin=margin, tighten=tighten, solver=solver,
+                                     time_limit=time_limit)
         solves.append(res)
         result.outer_time += res.solve_time
         result.iterations = it
@@ -278,7 +299,7 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
         models.append(wc.layers)
     if result.status == "optimal" and certify and not delta_robust(model, result.x, delta=delta)[0]:
         xp, lam, res = outer_problem(models, x0, vertices, margin=margin, interval=IntervalNetwork(model, delta=delta),
-                                     solver=solver, time_limit=time_limit)
+                                     tighten=tighten, solver=solver, time_limit=time_limit)
         solves.append(res)
         result.outer_time += res.solve_time
         if xp is not None and delta_robust(model, xp, delta=delta)[0]:

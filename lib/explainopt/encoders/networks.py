@@ -6,8 +6,9 @@ after every layer but the last, whose single output is the logit (class 1 iff lo
 Each hidden neuron with pre-activation bounds ``l < 0 < u`` gets one binary ``sigma`` and the big-M
 constraints ``h >= z, h >= 0, h <= z - l (1 - sigma), h <= u sigma``; neurons provably always off
 (``u <= 0``) or on (``l >= 0``) need none. Bounds come from interval bound propagation over the input
-box, optionally tightened layer by layer with the LP relaxation (``tighten="lp"``): cvxpy has no
-indicator constraints, so every big-M needs a derived bound.
+box, optionally tightened layer by layer with the LP relaxation (``tighten="lp"``, :func:`lp_bounds`,
+computed once per network and box by :func:`network_bounds`): cvxpy has no indicator constraints, so
+every big-M needs a derived bound. Tighter bounds leave the feasible set, hence the optimum, unchanged.
 
 Interval network (Jiang et al. 2023, Definitions 5-6 of PROPLACE): every weight and bias shifted within
 ``[theta - delta, theta + delta]``. For non-negative inputs every layer's input is non-negative, so
@@ -22,9 +23,12 @@ bounds for every neuron at a point (:meth:`IntervalNetwork.layer_bounds`).
 from __future__ import annotations
 
 import copy
+import hashlib
+from collections import OrderedDict
 
 import cvxpy as cp
 import numpy as np
+from scipy.optimize import linprog
 from sklearn.neural_network import MLPClassifier
 
 from .. import solvers
@@ -142,59 +146,149 @@ def relu_layer(z, lower, upper, *, name: str = ""):
     return h, cons, sigma
 
 
-def _triangle_relaxation(h, z, l, u) -> list:
-    """The LP relaxation of one ReLU layer (the big-M constraints with sigma projected out)."""
-    off, on, unstable = _neuron_states(l, u)
-    cons = [h[off] == 0] if off.size else []
-    if on.size:
-        cons.append(h[on] == z[on])
-    if unstable.size:
-        slope = u[unstable] / (u[unstable] - l[unstable])
-        cons += [h[unstable] >= z[unstable], h[unstable] <= cp.multiply(slope, z[unstable] - l[unstable])]
-    return cons
+def _intersect(a, b):
+    """The intersection of two lists of per-layer bounds ``(l, u)`` (either may be None)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return [(np.maximum(la, lb), np.minimum(ua, ub)) for (la, ua), (lb, ub) in zip(a, b)]
 
 
-def _tighten_with_lp(z, l, u, relaxation: list, solver) -> tuple[np.ndarray, np.ndarray]:
-    """Tighter bounds of the unstable pre-activations z[j]: min and max of z[j] over the LP relaxation."""
-    l, u = l.copy(), u.copy()
-    direction = cp.Parameter(z.shape[0])
-    problem = cp.Problem(cp.Maximize(direction @ z), relaxation)
-    for j in np.flatnonzero((l < 0) & (u > 0)):
-        for sign in (1.0, -1.0):
-            direction.value = sign * np.eye(z.shape[0])[j]
-            res = solvers.solve(problem, solver=solver)
-            if res.status == solvers.OPTIMAL:
-                if sign > 0:
-                    u[j] = min(u[j], res.objective + 1e-7 * (1 + abs(res.objective)))
-                else:
-                    l[j] = max(l[j], -res.objective - 1e-7 * (1 + abs(res.objective)))
-    return l, u
+def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
+              tol: float = 1e-6) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Optimization-based bound tightening: bounds ``(l, u)`` of every layer's pre-activations over the
+    input domain, each hidden neuron's from two LPs (min and max of its pre-activation over the triangle
+    relaxation of the layers below, built from their already tightened bounds), layer by layer.
+
+    The domain is the box [lower, upper], or with `vertices` the convex hull of their rows (which must
+    lie in the box); layer 0 is then exact (min/max over the vertices). `bounds` (sound bounds from
+    elsewhere, e.g. :func:`network_bounds` of a larger box) are intersected in. The LP relaxation contains
+    every point of the network on the domain, so the bounds are sound; each LP optimum is widened by
+    ``tol (1 + |value|)`` against the LP solver's tolerances. The last layer's bounds are propagated by
+    intervals from the last hidden layer's. Solved with scipy's HiGHS (dual simplex).
+    """
+    lo, hi = np.asarray(lower, float), np.asarray(upper, float)
+    if vertices is not None:
+        V = np.atleast_2d(np.asarray(vertices, float))
+        P = V.T  # x = V^T lambda, lambda in the simplex
+        var_lo, var_hi = [np.zeros(len(V))], [np.ones(len(V))]
+        A_eq, b_eq = [np.ones((1, len(V)))], [1.0]
+    else:
+        P = np.eye(lo.size)
+        var_lo, var_hi = [lo.copy()], [hi.copy()]
+        A_eq, b_eq = [], []
+    A_ub, b_ub = [], []
+    out = []
+    H = P  # the map from the LP variables to the current layer's input
+    for k, (W, b) in enumerate(layers):
+        n_vars = H.shape[1]
+        Z = W @ H
+        if k == 0:
+            if vertices is not None:
+                vals = V @ W.T + b
+                l, u = vals.min(axis=0), vals.max(axis=0)
+            else:
+                (l, u), = propagate_bounds([(W, b)], lo, hi)
+        else:
+            (l, u), = propagate_bounds([(W, b)], np.maximum(out[-1][0], 0), np.maximum(out[-1][1], 0))
+        if bounds is not None:
+            l, u = np.maximum(l, bounds[k][0]), np.minimum(u, bounds[k][1])
+        if k == len(layers) - 1:
+            out.append((l, u))
+            return out
+        if k > 0:
+            Aub = np.vstack(A_ub) if A_ub else None
+            Aeq = np.vstack(A_eq) if A_eq else None
+            box = list(zip(np.concatenate(var_lo), np.concatenate(var_hi)))
+            for j in np.flatnonzero((l < 0) & (u > 0)):
+                for sign in (1.0, -1.0):
+                    res = linprog(-sign * Z[j], A_ub=Aub, b_ub=b_ub if A_ub else None, A_eq=Aeq,
+                                  b_eq=b_eq if A_eq else None, bounds=box, method="highs")
+                    if res.status != 0:
+                        continue
+                    value = -res.fun * sign + b[j] if sign > 0 else res.fun + b[j]
+                    if sign > 0:
+                        u[j] = min(u[j], value + tol * (1 + abs(value)))
+                    else:
+                        l[j] = max(l[j], value - tol * (1 + abs(value)))
+        out.append((l, u))
+        # Add this layer's activations h (n new variables) with the triangle relaxation.
+        n = W.shape[0]
+        pad = lambda rows: [np.hstack([r, np.zeros((r.shape[0], n))]) for r in rows]
+        A_ub, A_eq = pad(A_ub), pad(A_eq)
+        Hn = np.hstack([np.zeros((n, n_vars)), np.eye(n)])
+        Zp = np.hstack([Z, np.zeros((n, n))])
+        off, on, unstable = _neuron_states(l, u)
+        h_lo, h_hi = np.zeros(n), np.maximum(u, 0)
+        h_hi[off] = 0.0
+        for j in on:
+            A_eq.append((Hn[j] - Zp[j])[None])
+            b_eq.append(b[j])
+        for j in unstable:
+            slope = u[j] / (u[j] - l[j])
+            A_ub.append((Zp[j] - Hn[j])[None])  # z <= h
+            b_ub.append(-b[j])
+            A_ub.append((Hn[j] - slope * Zp[j])[None])  # h <= slope (z - l)
+            b_ub.append(slope * (b[j] - l[j]))
+        var_lo.append(h_lo)
+        var_hi.append(h_hi)
+        H = Hn
+    raise AssertionError("unreachable")
 
 
-def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None):
+_BOUND_CACHE: OrderedDict = OrderedDict()
+_BOUND_CACHE_SIZE = 256
+
+
+def _key(*arrays) -> str:
+    digest = hashlib.sha1()
+    for a in arrays:
+        a = np.ascontiguousarray(a, dtype=float)
+        digest.update(str(a.shape).encode())
+        digest.update(a.tobytes())
+    return digest.hexdigest()
+
+
+def network_bounds(layers, lower, upper, *, vertices=None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`lp_bounds`, memoised per (network, domain): computed once per network and box (e.g. the
+    data's) and reused by every encoding of that network over that box. Returns copies."""
+    layers = network_layers(layers)
+    parts = [a for W, b in layers for a in (W, b)] + [lower, upper] + ([] if vertices is None else [vertices])
+    key = _key(*parts)
+    if key not in _BOUND_CACHE:
+        _BOUND_CACHE[key] = lp_bounds(layers, lower, upper, vertices=vertices)
+        if len(_BOUND_CACHE) > _BOUND_CACHE_SIZE:
+            _BOUND_CACHE.popitem(last=False)
+    _BOUND_CACHE.move_to_end(key)
+    return [(l.copy(), u.copy()) for l, u in _BOUND_CACHE[key]]
+
+
+def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None, bounds=None):
     """Constraints making ``output`` the network's logit at `x` in the box [lo, hi].
 
+    Big-M bounds: interval propagation over the box, intersected with `bounds` (sound bounds of every
+    layer's pre-activations over a domain containing every `x` the caller allows) and, with
+    ``tighten="lp"``, with :func:`network_bounds` over the box (LP bound tightening, memoised per network
+    and box; `solver` is accepted for compatibility: the LPs are solved by scipy's HiGHS).
     Returns (output expression, constraints, variables, pre-activation bounds per layer).
     """
     if tighten not in TIGHTENING:
         raise ValueError(f"tighten must be one of {TIGHTENING}, got {tighten!r}")
-    bounds = propagate_bounds(layers, lo, hi)
+    if tighten == "lp":
+        bounds = _intersect(bounds, network_bounds(layers, lo, hi))
+    bounds = _intersect(propagate_bounds(layers, lo, hi), bounds)
+    # Propagate intersected bounds forward once more: a tighter layer tightens the next one's intervals.
+    for k in range(1, len(layers)):
+        (l, u), = propagate_bounds(layers[k:k + 1], np.maximum(bounds[k - 1][0], 0), np.maximum(bounds[k - 1][1], 0))
+        bounds[k] = (np.maximum(bounds[k][0], l), np.minimum(bounds[k][1], u))
     cons, variables = [x >= lo, x <= hi], {"h": [], "sigma": []}
-    relaxation = list(cons)
     h = x
     for k, (W, b) in enumerate(layers):
         z = W @ h + b
         l, u = bounds[k]
         if k == len(layers) - 1:
             return z[0], cons, variables, bounds
-        if tighten == "lp" and k > 0:
-            l, u = _tighten_with_lp(z, l, u, relaxation, solver)
-            bounds[k] = (l, u)
-            bounds[k + 1:] = propagate_bounds(layers[k + 1:], np.maximum(l, 0), np.maximum(u, 0))
         h, layer_cons, sigma = relu_layer(z, l, u, name=str(k))
         cons += layer_cons
-        if tighten == "lp":
-            relaxation += _triangle_relaxation(h, z, l, u)
         variables["h"].append(h)
         variables["sigma"].append(sigma)
     raise AssertionError("unreachable")

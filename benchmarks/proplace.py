@@ -1,0 +1,94 @@
+"""PROPLACE benchmark (chapter 4): seconds per counterfactual per data set, and the network encoders by
+width and depth, with and without LP bound tightening.
+
+    python benchmarks/proplace.py --quick                   # compas + adult, 3 factuals; widths 10/50, depth 1/2
+    python benchmarks/proplace.py --datasets carla/give_me_some_credit --factuals 8 --repeats 3
+    python benchmarks/proplace.py --skip-networks --bounds lp interval     # PROPLACE before / after
+    python benchmarks/proplace.py --skip-proplace --widths 50 --depths 2 --time-limit 20
+
+PROPLACE: for every data set the chapter's network (book scale: the authors' epochs, 2 + 2 retrained
+networks, cached in EXPLAINOPT_CACHE) and its first `--factuals` factuals; ``proplace`` with HiGHS, once
+per ``--bounds`` (``lp``: big-M bounds from LP bound tightening over the plausible region, the default;
+``interval``: interval bounds over the vertices' box, the version before) and `--repeats` times. It
+prints the median and mean seconds per counterfactual, the outer (eq. 5) and inner (eq. 6) solver
+seconds, iterations, and raises if a counterfactual is not valid by the model's own predict, not
+Delta-robust, or (between the bound options) at a different distance.
+
+Networks: :func:`explainopt.benchmark.time_instance` (nearest counterfactual of an MLPClassifier on
+ionosphere, HiGHS) per width, depth and tightening (``ibp``, ``lp``: :func:`~explainopt.encoders.
+networks.network_bounds`, computed once per network and reused by every factual).
+"""
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+from explainopt.benchmark import network_grid, time_instance
+from explainopt.chapters import proplace as CH
+from explainopt.counterfactuals.proplace import plausible_vertices, proplace
+
+
+def run_proplace(dataset: str, args) -> list[dict]:
+    prep = CH.prepare(dataset, None, 2, 2, True)
+    neighbours = CH.robust_neighbours(dataset, None, 2, 2, True)
+    delta = CH.DELTAS[dataset]
+    rows, distances = [], {}
+    for i in CH.factual_indices(prep, args.factuals):
+        x0 = CH.factuals(prep)[i]
+        V = plausible_vertices(x0, neighbours.query(x0, CH.K_NEIGHBOURS.get(dataset, 20)))
+        for bounds in args.bounds:
+            for rep in range(args.repeats):
+                start = time.perf_counter()
+                r = proplace(prep["model"], x0, V, delta=delta, tighten=bounds == "lp", solver="highs",
+                             time_limit=args.time_limit)
+                seconds = time.perf_counter() - start
+                if r.x is not None and not (r.valid and r.delta_valid):
+                    raise AssertionError(f"{dataset} factual {i} ({bounds}): not valid / not Delta-robust: {r}")
+                if r.distance is not None and r.status in ("optimal", "certified"):
+                    ref = distances.setdefault(i, r.distance)
+                    if abs(ref - r.distance) > 1e-5:
+                        raise AssertionError(f"{dataset} factual {i}: distance {r.distance} ({bounds}) != {ref}")
+                rows.append(dict(dataset=CH.short(dataset), factual=int(i), bounds=bounds, repeat=rep, seconds=seconds,
+                                 outer=r.outer_time, inner=r.inner_time, iterations=r.iterations, status=r.status,
+                                 distance=r.distance))
+                print(f"  {CH.short(dataset)} {i} {bounds}: {seconds:.2f} s, {r.iterations} iterations, {r.status}",
+                      flush=True)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="compas and adult, 3 factuals, widths 10/50, depths 1/2")
+    parser.add_argument("--datasets", nargs="+", help="default: the chapter's four (quick: compas, adult)")
+    parser.add_argument("--factuals", type=int, default=None, help="factuals per data set (default 8, quick 3)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per factual (the machine may be contended)")
+    parser.add_argument("--bounds", nargs="+", default=["lp"], choices=["lp", "interval"])
+    parser.add_argument("--time-limit", type=float, default=None, help="seconds per MILP (default: none)")
+    parser.add_argument("--widths", type=int, nargs="+", help="hidden widths (default 10 50 100; quick 10 50)")
+    parser.add_argument("--depths", type=int, nargs="+", help="hidden layers (default 1 2 3; quick 1 2)")
+    parser.add_argument("--skip-proplace", action="store_true")
+    parser.add_argument("--skip-networks", action="store_true")
+    args = parser.parse_args()
+    args.factuals = args.factuals or (3 if args.quick else 8)
+    datasets = args.datasets or (["carla/compas", "carla/adult"] if args.quick else CH.DATASETS)
+    if not args.skip_proplace:
+        frame = pd.DataFrame([row for ds in datasets for row in run_proplace(ds, args)])
+        table = frame.groupby(["dataset", "bounds"], sort=False).agg(
+            median_s=("seconds", "median"), mean_s=("seconds", "mean"), max_s=("seconds", "max"),
+            outer_s=("outer", "mean"), inner_s=("inner", "mean"), iterations=("iterations", "mean"),
+            runs=("seconds", "size"), distance=("distance", "mean"))
+        print("\nPROPLACE, seconds per counterfactual (HiGHS)\n" + table.round(3).to_string())
+    if not args.skip_networks:
+        widths = args.widths or ([10, 50] if args.quick else [10, 50, 100])
+        depths = args.depths or ([1, 2] if args.quick else [1, 2, 3])
+        limit = args.time_limit or 60.0
+        rows = [time_instance(c, solver="highs", time_limit=limit, n_factuals=3) for c in network_grid(widths, depths)]
+        table = pd.DataFrame(rows)[["size", "depth", "option", "mean_s", "max_s", "optimal", "valid", "factuals"]]
+        print(f"\nNetwork encoders, nearest counterfactual on ionosphere (HiGHS, {limit:g} s limit)\n"
+              + table.rename(columns={"size": "width", "option": "bounds"}).round(3).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
