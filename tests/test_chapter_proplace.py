@@ -11,6 +11,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from sklearn.datasets import make_moons  # noqa: E402
 
+from explainopt.book import ChapterRun  # noqa: E402
 from explainopt.chapters import proplace as CH  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
 from explainopt.counterfactuals.proplace import RobustNeighbours  # noqa: E402
@@ -66,8 +67,9 @@ def test_a_cell_runs_every_method_and_names_its_solvers(experiment):
         assert set(cell["ce"]) == set(methods) == set(cell["solver"])
         assert cell["proplace"]["status"] in ("optimal", "certified")
         assert cell["solver"]["PROPLACE"] == "highs" and cell["solver"]["WCE"] == "adam"
-    records = CH.solver_records({DATASET: cells})
-    assert len(records) == 2 * len(methods) and {r["solver"] for r in records} == {"highs", "adam"}
+    run = ChapterRun("04", {"scale": "smoke"})
+    run.record(cells)
+    assert sum(run.solvers.values()) == 2 * len(methods) and set(run.solvers) == {"highs", "adam"}
 
 
 def test_unknown_methods_are_refused(prep):
@@ -256,17 +258,19 @@ def test_summary_states_what_this_run_found():
     assert CH.summary(table_of({}), pd.DataFrame(), pd.DataFrame(), n_retrained=0).startswith("- **Differences")
 
 
-def test_run_experiment_caches_each_factual_in_the_chapters_cache(prep, monkeypatch, tmp_path):
+def test_the_grid_has_a_cell_per_factual_first_factuals_first_and_reads_back_per_dataset(prep, monkeypatch, tmp_path):
     monkeypatch.setenv("EXPLAINOPT_CACHE", str(tmp_path))
     monkeypatch.setattr(CH, "prepare", lambda *args: prep)
     monkeypatch.setattr(CH, "robust_neighbours",
                         lambda *args: RobustNeighbours(prep["model"], prep["split"]["X1"], delta=0.025))
-    S = dict(datasets=[DATASET], epochs={}, n_both=0, n_loo=1, n_factuals=1, methods=["MILP-R"], cache=True)
-    indices, results = CH.run_experiment({DATASET: prep}, S)
-    cells = list((tmp_path / "04").glob("run_factual-*.pkl"))
-    assert len(indices[DATASET]) == 1 and len(cells) == 1
-    again = CH.run_experiment({DATASET: prep}, S)[1]  # read back from the cache
-    np.testing.assert_array_equal(again[DATASET][0]["ce"]["MILP-R"], results[DATASET][0]["ce"]["MILP-R"])
+    S = dict(datasets=[DATASET, "other"], epochs={}, n_both=0, n_loo=1, n_factuals=2, methods=["MILP-R"], cache=True)
+    grid = CH.grids(S, preps={DATASET: prep, "other": prep})["factuals"]
+    assert [grid.configs[k]["dataset"] for k in grid.order] == [DATASET, "other"] * 2
+    assert [c["index"] for c in grid.configs[:2]] == list(CH.factual_indices(prep, 2))
+    cells = [CH.run_factual(**grid.configs[0]), None, None, None]  # the paper scale: cells not stored are None
+    indices, results = CH.by_dataset(grid, cells)
+    assert indices == {DATASET: [grid.configs[0]["index"]], "other": []} and results["other"] == []
+    assert results[DATASET][0]["ce"]["MILP-R"] is not None
 
 
 # ------------------------------------------------------------ protocol as published (issue 14)
@@ -335,3 +339,17 @@ def test_baseline_claims_fail_on_bad_numbers_and_need_enough_factuals():
     table.loc[table["method"] == "Proto-R", "vΔ"] = 100                                # Proto-R robust on adult
     assert baseline_verdicts(table) == [DIFFERS, DIFFERS, DIFFERS, DIFFERS]
     assert baseline_verdicts(paper_like(n=2))[:3] == [NOT_RUN] * 3
+
+
+def test_with_no_stored_cell_the_chapter_renders_and_its_claims_read_not_run(prep):
+    methods = ["PROPLACE", "MILP-R"]
+    indices, results = {DATASET: []}, {DATASET: []}
+    table = CH.table1({DATASET: prep}, indices, results, methods)
+    assert CH.ours(table).empty
+    sweep = CH.delta_sweep({DATASET: prep}, indices, results, methods)
+    CH.plot_delta_slider(sweep)
+    log = CH.proplace_log(results)
+    CH.timing_table(log)
+    claims = CH.claims(table, pd.DataFrame(), n_retrained=2)
+    assert claims and all(c.verdict == "not run" for c in claims)
+    assert CH.summary(table, pd.DataFrame(), log, n_retrained=2)

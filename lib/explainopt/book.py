@@ -57,6 +57,11 @@ def _field(result, name: str):
     return result.get(name) if isinstance(result, dict) else getattr(result, name, None)
 
 
+def _values(field) -> list:
+    """A result field as a list: the values of a per-method dict, else the field itself."""
+    return list(field.values()) if isinstance(field, dict) else [field]
+
+
 @dataclass
 class ChapterRun:
     """Provenance of one chapter execution: parameters, start time, the solvers that produced results."""
@@ -92,19 +97,21 @@ class ChapterRun:
 
     def record(self, results) -> None:
         """Count the solvers named by results: dicts or objects with a ``solver`` field (``"highs+scip"``
-        names two), a DataFrame with a ``solver`` column, or a list of them. A ``fallback_from`` field
-        counts the cells a commercial solver refused for its licence's size."""
+        names two; a dict of them, one per method, counts each), a DataFrame with a ``solver`` column, or a
+        list of them. A ``fallback_from`` field counts the cells a commercial solver refused for its
+        licence's size."""
         if isinstance(results, pd.DataFrame):
             results = results.to_dict("records")
         elif isinstance(results, dict) or hasattr(results, "solver"):
             results = [results]
         for result in results:
-            for name in str(_field(result, "solver") or "").split("+"):
-                if name and name != "nan":
-                    self.solvers[name] += 1
-            refused = _field(result, "fallback_from")
-            if isinstance(refused, str) and refused:
-                self.fallbacks[refused] += 1
+            for solver in _values(_field(result, "solver")):
+                for name in str(solver or "").split("+"):
+                    if name and name != "nan":
+                        self.solvers[name] += 1
+            for refused in _values(_field(result, "fallback_from")):
+                if isinstance(refused, str) and refused:
+                    self.fallbacks[refused] += 1
 
     def used(self, *solver_names: str) -> None:
         """Record solvers (or algorithms) that produced results without a result object to read."""

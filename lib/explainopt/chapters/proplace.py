@@ -279,26 +279,36 @@ def run_factual(dataset: str, index: int, epochs: int | None, n_both: int, n_loo
     return run_methods(prep, neighbours, index, dataset=dataset, methods=methods, solver=solver, time_limit=time_limit)
 
 
-def run_experiment(preps: dict, settings: dict, *, solver=None, n_jobs: int = 1) -> tuple[dict, dict]:
-    """Every factual of every data set of `settings` (a scale's settings), cached per factual in the
-    chapter's cache when ``settings["cache"]``. Returns ``({dataset: indices}, {dataset: [cell, ...]})``."""
-    indices, results = {}, {}
-    cache = experiments.cache_dir(CHAPTER) if settings["cache"] else None
+def grids(settings: dict, *, solver=None, preps: dict | None = None) -> dict[str, experiments.Grid]:
+    """The chapter's grid: one cell per (data set, factual) of `settings` (a scale's settings), the cell
+    function :func:`run_factual`. The factuals are drawn from the prepared networks (`preps`, prepared
+    here when not given). Order for a budgeted run: the first factual of every data set, then the second,
+    ..., so that a partial store holds a few factuals of each data set rather than one data set whole."""
+    preps = preps or {ds: prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"],
+                                  settings["cache"]) for ds in settings["datasets"]}
+    configs, ranks = [], []
     for ds in settings["datasets"]:
-        indices[ds] = factual_indices(preps[ds], settings["n_factuals"])
-        configs = [dict(dataset=ds, index=int(i), epochs=settings["epochs"].get(ds), n_both=settings["n_both"],
-                        n_loo=settings["n_loo"], methods=tuple(settings["methods"]), solver=solver,
-                        cache=settings["cache"], factuals_from=FACTUALS_FROM,
-                        time_limit=settings.get("time_limit")) for i in indices[ds]]
-        results[ds] = experiments.run_grid(run_factual, configs, cache=cache, n_jobs=n_jobs, progress=False)
+        for rank, i in enumerate(factual_indices(preps[ds], settings["n_factuals"])):
+            configs.append(dict(dataset=ds, index=int(i), epochs=settings["epochs"].get(ds),
+                                n_both=settings["n_both"], n_loo=settings["n_loo"],
+                                methods=tuple(settings["methods"]), solver=solver, cache=settings["cache"],
+                                factuals_from=FACTUALS_FROM, time_limit=settings.get("time_limit")))
+            ranks.append(rank)
+    order = sorted(range(len(configs)), key=lambda k: (ranks[k], k))
+    return {"factuals": experiments.Grid(run_factual, configs, order=order)}
+
+
+def by_dataset(grid: experiments.Grid, cells: list) -> tuple[dict, dict]:
+    """The computed cells of :func:`grids`' grid per data set: ``({dataset: indices}, {dataset: [cell, ...]})``
+    (cells not computed yet, None at the paper scale, are left out with their factuals)."""
+    indices, results = {}, {}
+    for config, cell in zip(grid.configs, cells):
+        indices.setdefault(config["dataset"], [])
+        results.setdefault(config["dataset"], [])
+        if cell is not None:
+            indices[config["dataset"]].append(config["index"])
+            results[config["dataset"]].append(cell)
     return indices, results
-
-
-def solver_records(results: dict) -> list[dict]:
-    """One ``{solver, fallback_from}`` per method and factual of :func:`run_experiment`'s results (for
-    :meth:`explainopt.book.ChapterRun.record`)."""
-    return [{"solver": cell["solver"][m], "fallback_from": cell["fallback_from"][m]}
-            for cells in results.values() for cell in cells for m in cell["solver"]]
 
 
 # ------------------------------------------------------------------------------ Table 1
@@ -355,9 +365,9 @@ def table1(preps: dict, indices: dict, results: dict, methods) -> pd.DataFrame:
     """Table 1 of this run: our rows per data set and method, then the paper's rows of the methods with
     neither a run nor a stand-in."""
     covered = set(methods) | {STAND_INS[m] for m in methods if m in STAND_INS}
-    rows = [r for ds in results for r in table1_rows(ds, preps[ds], indices[ds], results[ds], methods)]
+    rows = [r for ds in results if results[ds] for r in table1_rows(ds, preps[ds], indices[ds], results[ds], methods)]
     rows += paper_only_rows([m for m in methods_not_run(methods) if m not in covered], list(results))
-    return pd.DataFrame(rows)[TABLE1_COLUMNS]
+    return pd.DataFrame(rows).reindex(columns=TABLE1_COLUMNS)
 
 
 def ours(table: pd.DataFrame) -> pd.DataFrame:
@@ -542,15 +552,20 @@ def inner_problem_check(networks: dict, *, solver=None) -> tuple[pd.DataFrame, p
 # ------------------------------------------------------------------ Algorithm 1 in practice
 
 
+LOG_COLUMNS = ["dataset", "status", "solver", "iterations", "outer_time", "inner_time", "time", "worst_case",
+               "interval_lower", "inner_solves", "exact_above_ibp", "exact_robust_ibp_not"]
+
+
 def proplace_log(results: dict) -> pd.DataFrame:
     """One row per PROPLACE run of :func:`run_factual` (``{dataset: [cell, ...]}``): status, iterations,
     times, and how often the exact inner worst case was above the interval bound (or robust where IBP
     is not)."""
-    return pd.DataFrame([dict(dataset=short(ds), **{k: v for k, v in r["proplace"].items() if k != "gaps"},
-                              inner_solves=len(r["proplace"]["gaps"]),
-                              exact_above_ibp=sum(w > lo + TOLERANCE for w, lo in r["proplace"]["gaps"]),
-                              exact_robust_ibp_not=sum(w >= 0 > lo for w, lo in r["proplace"]["gaps"]))
-                         for ds, runs in results.items() for r in runs if "proplace" in r])
+    rows = [dict(dataset=short(ds), **{k: v for k, v in r["proplace"].items() if k != "gaps"},
+                 inner_solves=len(r["proplace"]["gaps"]),
+                 exact_above_ibp=sum(w > lo + TOLERANCE for w, lo in r["proplace"]["gaps"]),
+                 exact_robust_ibp_not=sum(w >= 0 > lo for w, lo in r["proplace"]["gaps"]))
+            for ds, runs in results.items() for r in runs if "proplace" in r]
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=LOG_COLUMNS)
 
 
 def timing_table(log: pd.DataFrame) -> pd.DataFrame:
@@ -897,7 +912,7 @@ __all__ = [
     "retraining_table", "robust_datasets", "closer_methods", "compare_worst_cases", "comparison_solvers", "delta_sweep",
     "factual_indices", "inner_probes", "inner_problem_check", "methods_not_run", "networks_table", "ours",
     "paper_only_rows", "paper_table1", "plot_delta_slider", "prepare", "probe_points", "proplace_log", "protocol_split", "robust_neighbours",
-    "run_experiment", "run_factual", "run_methods", "solver_comparison", "solver_records", "summary", "table1",
+    "by_dataset", "grids", "run_factual", "run_methods", "solver_comparison", "summary", "table1",
     "table1_rows", "timing_table", "toy_example", "toy_figure", "toy_iterations", "tradeoff_figure", "train_models",
     "train_network",
 ]
