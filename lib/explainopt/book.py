@@ -10,8 +10,9 @@ Command line::
 ``run`` executes ``notebooks/NN_*.ipynb`` into ``book/chapters/`` (a failing cell fails the command,
 naming the notebook and the cell), hides the papermill-injected parameters cell in the rendered book,
 and regenerates the reproduction-status page from the chapters' saved results and the teaching page's
-exercise index from the notebooks. With ``--budget`` it first computes, in parallel and most informative first, the chapter's grid cells that the results store
-(``results/<scale>/NN``) does not hold yet, and stops submitting cells when the budget is spent; run it
+exercise index from the notebooks. With ``--budget`` it first computes, in parallel and most
+informative first, the chapter's grid cells that the results store (``results/<scale>/NN``) does not
+hold yet, and stops submitting cells when the budget is spent; run it
 again, on any machine, to go on. At the paper scale a chapter renders from the store and computes no
 cell itself. ``build`` runs ``jupyter-book build`` with execution off.
 
