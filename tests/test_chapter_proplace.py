@@ -389,9 +389,10 @@ def test_at_the_paper_scale_the_networks_come_from_the_store_and_nothing_is_trai
     S = dict(CH.SCALES["paper"], datasets=[DATASET], epochs={DATASET: 5}, n_both=1, n_loo=1, n_factuals=2)
     G = CH.grids(S)
     assert CH.preps_of(S) == {DATASET: None} and len(G["networks"]) == 3 and len(G["factuals"]) == 0
+    with pytest.raises(LookupError, match="3 of the 3 networks of carla/compas are not in the results store"):
+        CH.run_factual(DATASET, 0, 5, 1, 1, ("WCE",), networks="store")
     assert [c["net"] for c in G["inner"].configs] == ["toy", DATASET]
     run_grid(G["networks"].func, G["networks"].configs, cache=store, progress=False)  # what `fill` does
-    CH.prepare.cache_clear()
     prep = CH.prepare(DATASET, 5, 1, 1, "store")
     stored = store.cells(CH.network_cell)
     assert len(stored) == 3 and len(prep["retrained"]) == 2 and prep["retraining"][1]["data"] == CH.ROLES["loo"]

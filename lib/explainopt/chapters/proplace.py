@@ -226,23 +226,24 @@ def assemble(dataset: str, configs: list[dict], cells: list[dict]) -> dict:
 
 @functools.cache
 def prepare(dataset: str, epochs: int | None = None, n_both: int = 10, n_loo: int = 10, networks: str = "train",
-            code_width: bool = False) -> dict | None:
+            code_width: bool = False) -> dict:
     """Split, network and retrained networks of one data set (module docstring; :func:`assemble`), memoised
-    in the process; the networks come from `networks` (:data:`NETWORK_SOURCES`). None when a network is
-    not in the results store yet (``networks="store"``: ``make paper NAME=04`` trains and stores them)."""
+    in the process; the networks come from `networks` (:data:`NETWORK_SOURCES`). Raises LookupError (not
+    memoised) when a network is not in the results store yet (``networks="store"``: ``make paper NAME=04``
+    trains and stores them)."""
     configs = network_configs(dataset, epochs, n_both, n_loo, code_width)
     cells = experiments.run_grid(network_cell, configs, cache=network_cache(networks), progress=False,
                                  missing="skip" if networks == "store" else "compute")
-    return None if any(c is None for c in cells) else assemble(dataset, configs, cells)
+    if any(c is None for c in cells):
+        raise LookupError(f"{sum(c is None for c in cells)} of the {len(cells)} networks of {dataset} are not in "
+                          "the results store yet: fill its 'networks' grid first (make paper NAME=04)")
+    return assemble(dataset, configs, cells)
 
 
 @functools.cache
 def robust_neighbours(dataset: str, epochs: int | None, n_both: int, n_loo: int, networks: str) -> RobustNeighbours:
     """The Delta-robust class-1 points of D1 for the network of :func:`prepare` (memoised)."""
     prep = prepare(dataset, epochs, n_both, n_loo, networks)
-    if prep is None:
-        raise LookupError(f"the networks of {dataset} are not in the results store: compute the 'networks' grid "
-                          "first (make paper NAME=04)")
     return RobustNeighbours(prep["model"], prep["split"]["X1"], delta=DELTAS[dataset])
 
 
@@ -355,8 +356,14 @@ def run_factual(dataset: str, index: int, epochs: int | None, n_both: int, n_loo
 def preps_of(settings: dict) -> dict:
     """``{dataset: prepared data set}`` of a scale's settings (:func:`prepare`; None for a data set whose
     networks are not in the results store yet)."""
-    return {ds: prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"], settings["networks"])
-            for ds in settings["datasets"]}
+    preps = {}
+    for ds in settings["datasets"]:
+        try:
+            preps[ds] = prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"],
+                                settings["networks"])
+        except LookupError:
+            preps[ds] = None
+    return preps
 
 
 def grids(settings: dict, *, solver=None, preps: dict | None = None, random_state: int = 0) -> dict[str, experiments.Grid]:
@@ -638,8 +645,6 @@ def inner_cell(*, net: str, n: int, epochs: int | None, n_both: int, n_loo: int,
         X = np.random.default_rng(random_state).uniform(0, 1, (n, 2))
     else:
         prep = prepare(net, epochs, n_both, n_loo, networks)
-        if prep is None:
-            raise LookupError(f"the networks of {net} are not in the results store: fill the 'networks' grid first")
         model, delta = prep["model"], DELTAS[net]
         X = probe_points(model, prep["split"]["X1"], delta=delta, n=n)
     return [dict(net=short(net), **r) for r in compare_worst_cases(model, X, delta=delta, solver=solver)]
