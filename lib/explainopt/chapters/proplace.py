@@ -480,7 +480,7 @@ def table1(preps: dict, indices: dict, results: dict, methods) -> pd.DataFrame:
 
 def ours(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of Table 1 this run computed (not the paper-only ones)."""
-    return table[~table["method"].str.endswith(NOT_RUN)]
+    return table[~table["method"].astype(str).str.endswith(NOT_RUN)]
 
 
 def tradeoff_figure(table: pd.DataFrame):
