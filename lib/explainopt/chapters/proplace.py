@@ -366,7 +366,8 @@ def preps_of(settings: dict) -> dict:
     return preps
 
 
-def grids(settings: dict, *, solver=None, preps: dict | None = None, random_state: int = 0) -> dict[str, experiments.Grid]:
+def grids(settings: dict, *, solver=None, preps: dict | None = None,
+          random_state: int = 0) -> dict[str, experiments.Grid]:
     """The chapter's grids at `settings` (a scale's settings), in the order a budgeted run fills them:
 
     ``networks`` (:func:`network_cell`: every network and retrained network of every data set, the factual
@@ -376,11 +377,11 @@ def grids(settings: dict, *, solver=None, preps: dict | None = None, random_stat
     unless Gurobi is licensed, :func:`comparison_solvers`).
 
     The networks of the data sets that train fastest (rows x epochs) come first: each data set whose
-    networks are all stored unlocks its factuals. The factuals are drawn with the prepared networks (`preps`, :func:`preps_of` when not given): a data set
-    whose networks are not stored yet (the paper scale) has no factual cell until they are. Order of the
-    factuals for a budgeted run: the first factual of every data set, then the second, ..., so that a
-    partial store holds a few factuals of each data set rather than one data set whole. `random_state`:
-    the toy's seed and the probe points' of the inner check."""
+    networks are all stored unlocks its factuals. The factuals are drawn with the prepared networks
+    (`preps`, :func:`preps_of` when not given): a data set whose networks are not stored yet (the paper
+    scale) has no factual cell until they are. Order of the factuals for a budgeted run: the first factual
+    of every data set, then the second, ..., so that a partial store holds a few factuals of each data set
+    rather than one data set whole. `random_state`: the toy's seed and the probe points' of the inner check."""
     preps = preps_of(settings) if preps is None else preps
     shared = dict(n_both=settings["n_both"], n_loo=settings["n_loo"], networks=settings["networks"])
     networks = [c for ds in settings["datasets"]
@@ -398,7 +399,8 @@ def grids(settings: dict, *, solver=None, preps: dict | None = None, random_stat
         compared += [dict(dataset=ds, index=int(i), requested=name, epochs=settings["epochs"].get(ds), **shared)
                      for i in chosen[:COMPARED_FACTUALS] for name in comparison_solvers(solver)]
     order = sorted(range(len(configs)), key=lambda k: (ranks[k], k))
-    cost = {c["dataset"]: len(protocol_data(c["dataset"])[0]["X1"]) * c["epochs"] for c in networks if c["role"] == "model"}
+    cost = {c["dataset"]: len(protocol_data(c["dataset"])[0]["X1"]) * c["epochs"]
+            for c in networks if c["role"] == "model"}
     first = sorted(range(len(networks)), key=lambda k: (cost[networks[k]["dataset"]], k))
     return {"networks": experiments.Grid(network_cell, networks, order=first),
             "inner": experiments.Grid(inner_cell, inner),
@@ -557,6 +559,10 @@ class Toy:
     result: ProplaceResult
 
 
+#: Delta of the toy network's model shifts.
+TOY_DELTA = 0.05
+
+
 def toy_network(random_state: int = 0) -> tuple[np.ndarray, np.ndarray, nn.Sequential]:
     """Two moons (300 points, noise 0.2) in [0, 1]^2 and a 2x8 ReLU network trained on them: (X, y, network)."""
     X, y = make_moons(300, noise=0.2, random_state=random_state)
@@ -564,7 +570,7 @@ def toy_network(random_state: int = 0) -> tuple[np.ndarray, np.ndarray, nn.Seque
     return X, y, train_network(X, y, width=8, epochs=30, random_state=random_state)
 
 
-def toy_example(*, random_state: int = 0, solver=None, delta: float = 0.05, k: int = 8) -> Toy:
+def toy_example(*, random_state: int = 0, solver=None, delta: float = TOY_DELTA, k: int = 8) -> Toy:
     """The toy of :func:`toy_network`, the factual predicted 0 nearest (l1) to (0.55, 0.6), its k
     Delta-robust neighbours and PROPLACE on them."""
     X, y, model = toy_network(random_state)
@@ -631,10 +637,6 @@ def probe_points(model, X, *, delta: float, n: int) -> np.ndarray:
     return (1 - a) * F + a * np.array([neighbours.query(x, 1)[0] for x in F])
 
 
-#: Delta of the toy network's model shifts (:func:`toy_example`'s default).
-TOY_DELTA = 0.05
-
-
 def inner_cell(*, net: str, n: int, epochs: int | None, n_both: int, n_loo: int, networks: str, solver=None,
                random_state: int = 0) -> list[dict]:
     """One network of the check of the inner problem (a cell of the ``inner`` grid of :func:`grids`):
@@ -658,7 +660,7 @@ def inner_problem_frame(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of :func:`compare_worst_cases` (with ``net``; e.g. :func:`inner_cell` cells, joined) and a
     per-network summary. A row is ``exact`` when the MILP's objective equals the recovered network's
     forward pass, no local search or random shift beats it, and the interval bound does not exceed it."""
-    rows = pd.DataFrame(list(rows), columns=INNER_COLUMNS) if not len(rows) else pd.DataFrame(list(rows))
+    rows = pd.DataFrame(list(rows)) if len(rows) else pd.DataFrame(columns=INNER_COLUMNS)
     rows["exact − IBP"] = rows["exact MILP"] - rows["IBP lower bound"]
     rows["local − exact"] = rows["local search (PGD)"] - rows["exact MILP"]
     rows["random − exact"] = rows["random shifts"] - rows["exact MILP"]
