@@ -31,8 +31,8 @@ from explainopt.counterfactuals.proplace import plausible_vertices, proplace
 
 
 def run_proplace(dataset: str, args) -> list[dict]:
-    prep = CH.prepare(dataset, None, 2, 2, True)
-    neighbours = CH.robust_neighbours(dataset, None, 2, 2, True)
+    prep = CH.prepare(dataset, None, 2, 2, "local")
+    neighbours = CH.robust_neighbours(dataset, None, 2, 2, "local")
     delta = CH.DELTAS[dataset]
     rows, distances = [], {}
     for i in CH.factual_indices(prep, args.factuals):

@@ -144,3 +144,48 @@ def test_the_exercise_index_links_every_exercise_by_level(tmp_path):
     for label in book.exercises().label:
         assert f"{{ref}}`{label}`" in page
     assert "**Derivation**" in page and "**Research**" in page
+
+
+# ------------------------------------------------------------------ the paper scale renders from the store
+
+
+def _stored(x: int) -> dict:
+    return {"x": x}
+
+
+def _doubled(x: int) -> dict:
+    return {"x": 2 * x}
+
+
+class _TwoGrids:
+    """A chapter whose second grid exists only for the first grid's stored cells (as chapter 4's factuals
+    are drawn with its stored networks)."""
+
+    SCALES = {"paper": {}}
+    cache = None
+
+    @classmethod
+    def grids(cls, settings):
+        first = book.Grid(_stored, [{"x": 1}, {"x": 2}])
+        done = [c for c in first.configs if cls.cache.get(_stored, c) is not None]
+        return {"first": first, "second": book.Grid(_doubled, done)}
+
+
+def test_fill_reads_the_grids_again_after_each_one_and_fills_only_the_named_grids(monkeypatch, tmp_path):
+    from explainopt.experiments import ResultStore
+
+    _TwoGrids.cache = ResultStore(tmp_path)
+    monkeypatch.setattr(book.chapters, "module", lambda chapter: _TwoGrids)
+    monkeypatch.setattr(book, "chapter_cache", lambda chapter, scale: _TwoGrids.cache)
+    assert book.fill("99", only=["first"], n_jobs=1) == {"first": {"cells": 2, "computed": 2, "stale": 0}}
+    assert not _TwoGrids.cache.path(_doubled).exists()
+    report = book.fill("99", n_jobs=1)
+    assert report["second"] == {"cells": 2, "computed": 2, "stale": 0}  # the second grid saw the first's cells
+    with pytest.raises(ValueError, match="no grid"):
+        book.fill("99", only=["third"])
+
+
+def test_a_missing_figure_says_how_to_compute_it():
+    run = book.ChapterRun("02", {"scale": "paper"})
+    assert "not computed yet (run `make paper NAME=02`)" in run.not_computed("Figure 5").data
+    assert "make paper" not in book.ChapterRun("02", {"scale": "book"}).not_computed("Figure 5").data
