@@ -189,3 +189,37 @@ def test_a_missing_figure_says_how_to_compute_it():
     run = book.ChapterRun("02", {"scale": "paper"})
     assert "not computed yet (run `make paper NAME=02`)" in run.not_computed("Figure 5").data
     assert "make paper" not in book.ChapterRun("02", {"scale": "book"}).not_computed("Figure 5").data
+
+
+def test_the_status_page_has_a_column_per_scale(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    monkeypatch.setattr(book, "ROOT", tmp_path)
+    for scale, holds in (("book", False), ("paper", True)):
+        reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=holds)], {"scale": scale},
+                                       folder=tmp_path / "results" / scale)
+    built = tmp_path / "out"
+    reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=True)], {"scale": "smoke"},
+                                   folder=built / "results")
+    page = book.write_status_page(built).read_text()
+    assert "this build: scale" in page and "book (committed): differ" in page and "paper (committed): reproduced" in page
+    reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=False)], {"scale": "book"},
+                                   folder=built / "results")
+    assert "this build" not in book.write_status_page(built).read_text()  # a book build is the committed book column
+
+
+def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    shown = []
+    monkeypatch.setattr(book, "ROOT", tmp_path)
+    monkeypatch.setattr(book, "display", shown.append)
+    run = book.ChapterRun("05", {"scale": "paper"})
+    run.show_scale_changes([reporting.claim("a", paper=1, ours=2, holds=True)])
+    assert "No book-scale verdicts are committed" in shown.pop().data
+    reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=False)],
+                                   {"scale": "book", "date": "2026-11-23"}, folder=tmp_path / "results" / "book")
+    run.show_scale_changes([reporting.claim("a", paper=1, ours=2, holds=True, why="more cells")])
+    text, table = shown
+    assert "1 of the claims" in text.data and "2026-11-23" in text.data
+    assert table.to_dict("records")[0]["why"] == "more cells" and table.iloc[0]["book: verdict"] == "differs"

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,8 @@ from . import chapters, reporting
 from .experiments import ROOT, Grid, chapter_cache, grid_progress, machine, parse_duration, run_grid, versions
 
 SCALES = ("smoke", "book", "paper")
+#: The scales whose verdicts are committed, ``results/<scale>/NN.json``: the book's and the paper's.
+COMMITTED = ("book", "paper")
 
 
 class ChapterFailed(RuntimeError):
@@ -132,6 +135,7 @@ class ChapterRun:
             "fallbacks": dict(self.fallbacks),
             "cells": dict(self.cells),
             "wall_time_s": time.perf_counter() - self.started,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
             "platform": machine(),
         }
@@ -140,8 +144,10 @@ class ChapterRun:
         """Save the claims (for the status page) and display the provenance footer."""
         prov = self.provenance()
         reporting.save_chapter_results(self.chapter, claims, prov, tables)
-        if self.scale == "paper":  # the paper-scale verdicts travel with the store they were computed from
-            reporting.save_chapter_results(self.chapter, claims, prov, folder=ROOT / "results" / "paper")
+        if self.scale in COMMITTED:  # the verdicts travel with the repository (the paper's, with their store)
+            reporting.save_chapter_results(self.chapter, claims, prov, folder=ROOT / "results" / self.scale)
+        if self.scale == "paper":
+            self.show_scale_changes(claims)
         pkgs = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
         refused = "".join(f"; {n} cells that {name} refused (licence too small) were solved by the open-source "
                           "solver" for name, n in self.fallbacks.items())
@@ -151,6 +157,27 @@ class ChapterRun:
             f"{prov['wall_time_s']:.0f} s on {prov['platform']}; {pkgs}.*"
         ))
         return prov
+
+
+    def show_scale_changes(self, claims: list) -> None:
+        """The claims whose verdict at this scale differs from the committed book-scale one, with our number
+        at each scale and this run's reason: what the larger sample changed."""
+        book = ROOT / "results" / "book" / f"{self.chapter}.json"
+        if not book.exists():
+            display(Markdown("*No book-scale verdicts are committed for this chapter (`results/book`): "
+                             f"`make chapter NAME={self.chapter}` computes them, for a comparison of the scales.*"))
+            return
+        changes = reporting.scale_changes(claims, book)
+        when = json.loads(book.read_text())["provenance"].get("date", "an earlier run")
+        if changes.empty:
+            display(Markdown(f"*No claim checked at both the book scale ({when}) and this scale changes its verdict.*"))
+            return
+        display(Markdown(
+            f"**Verdicts that move between the scales.** {len(changes)} of the claims checked at both scales "
+            f"change verdict between the book scale (`results/book/{self.chapter}.json`, {when}) and this run. "
+            "The book scale judges on a sample of the paper's grid, this run on every stored cell; our number at "
+            "each scale shows what the larger sample changed, and the reason is this run's:"))
+        display(changes)
 
 
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
@@ -227,7 +254,11 @@ def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progr
 def write_status_page(output_dir: Path) -> Path:
     """The reproduction-status page, generated from the chapters' results files: the scale this book
     was built at, and the paper scale as the committed results store last rendered it."""
-    folders = {"this build": output_dir / "results", "paper (store)": ROOT / "results" / "paper"}
+    built = output_dir / "results"
+    scales = {json.loads(p.read_text())["provenance"].get("scale") for p in built.glob("[0-9]*.json")}
+    folders = {f"{scale} (committed)": ROOT / "results" / scale for scale in COMMITTED}
+    if not scales or not scales <= set(COMMITTED):  # a smoke build: its own column beside the committed ones
+        folders = {"this build": built, **folders}
     table = reporting.status_table(folders)
     claims = reporting.claims_by_scale(folders)
     body = table.to_markdown(index=False) if len(table) else "_No chapter has been executed yet._"
