@@ -31,10 +31,9 @@ from explainopt.counterfactuals.proplace import plausible_vertices, proplace
 
 
 #: The versions of the outer problem compared (:func:`~explainopt.counterfactuals.proplace.proplace`'s options).
-OPTIONS = {"interval": dict(tighten=False, lazy=False, region=False),  # interval bounds, every network
-           "lp": dict(tighten=True, lazy=False, region=False),  # LP bounds over the hull, every network (before)
-           "lazy": dict(tighten=True, lazy=True, region=False),  # LP bounds, binding networks + lazy checks
-           "region": dict(tighten=True, lazy=True, region=True)}  # lazy, bounds tightened near the optimum
+OPTIONS = {"interval": dict(tighten=False, lazy=False),  # interval bounds, every network in every outer MILP
+           "lp": dict(tighten=True, lazy=False),  # LP bounds over the hull, every network (the version before)
+           "lazy": dict(tighten=True, lazy=True)}  # LP bounds, the binding networks, the others checked
 
 
 def run_proplace(dataset: str, args) -> list[dict]:

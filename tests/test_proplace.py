@@ -192,50 +192,33 @@ def test_outer_problem_with_lp_bounds_keeps_the_optimum(moons, factuals):
             models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
 
 
-def test_feasible_point_satisfies_every_network_and_bounds_the_optimum(moons, factuals):
+def test_lazy_outer_problems_keep_the_distance(moons, factuals):
+    """Lazy networks change the outer problems' size, never Algorithm 1's result (fixed instances)."""
     X, _, net = moons
     neighbours = P.RobustNeighbours(net, X, delta=DELTA)
     for x0 in factuals:
         V = P.plausible_vertices(x0, neighbours.query(x0, 8))
-        models = [network_layers(net)]
-        xp, _, res = P.outer_problem(models, x0, V)
-        models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
-        point = P.feasible_point(models, x0, V, [xp])
-        assert point is not None and all(forward(m, point[None])[0] >= 0.01 for m in models)
-        assert P.l1_distance(point, x0) >= P.outer_problem(models, x0, V)[2].objective - 1e-7
-
-
-def test_outer_problem_within_a_feasible_radius_keeps_the_optimum(moons, factuals):
-    X, _, net = moons
-    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
-    interval = IntervalNetwork(net, delta=DELTA)
-    for x0 in factuals:
-        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
-        models = [network_layers(net)]
-        for _ in range(2):
-            xp, _, full = P.outer_problem(models, x0, V)
-            radius = P.l1_distance(P.feasible_point(models, x0, V, [xp]), x0) * (1 + 1e-6)
-            _, _, near = P.outer_problem(models, x0, V, radius=radius)
-            assert near.status == "optimal" and near.objective == pytest.approx(full.objective, abs=1e-6)
-            models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
-        point = P.feasible_point(models, x0, V, interval=interval)
-        if point is not None:  # with the interval network (the certifying re-solve)
-            _, _, full = P.outer_problem(models, x0, V, interval=interval)
-            _, _, near = P.outer_problem(models, x0, V, interval=interval, radius=P.l1_distance(point, x0) * (1 + 1e-6))
-            assert near.objective == pytest.approx(full.objective, abs=1e-6)
-
-
-@pytest.mark.parametrize("options", [dict(lazy=True, region=False), dict(lazy=True, region=True),
-                                     dict(lazy=False, region=True)])
-def test_proplace_options_keep_the_distance(moons, factuals, options):
-    """Lazy networks and the feasible radius change the outer problems' size, never Algorithm 1's result."""
-    X, _, net = moons
-    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
-    for x0 in factuals:
-        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
-        before = P.proplace(net, x0, V, delta=DELTA, lazy=False, region=False)
-        after = P.proplace(net, x0, V, delta=DELTA, **options)
+        before = P.proplace(net, x0, V, delta=DELTA, lazy=False)
+        after = P.proplace(net, x0, V, delta=DELTA, lazy=True)
         assert after.valid and after.delta_valid and model_predict(net, after.x[None])[0] == 1
         assert after.status == before.status
         assert after.distance == pytest.approx(before.distance, abs=1e-6)
         assert after.outer_solves >= after.iterations
+
+
+def test_lazy_outer_problem_takes_back_violated_networks_and_keeps_the_optimum(moons, factuals):
+    X, _, net = moons
+    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
+    for x0 in factuals:
+        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+        models = [network_layers(net)]
+        for _ in range(3):
+            xp, _, full = P.outer_problem(models, x0, V)
+            models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
+        _, _, full = P.outer_problem(models, x0, V)
+        active = [len(models) - 1]  # start from the newest network alone
+        xp, _, solves = P._outer(models, active, x0, V, margin=0.01, tighten=True, lazy=True, hull_bounds={},
+                                 solver=None, time_limit=None)
+        assert len(solves) == len(active) and sorted(set(active)) == sorted(active)
+        assert all(forward(m, xp[None])[0] >= 0.01 - 1e-6 for m in models)  # every network, checked
+        assert solves[-1].objective == pytest.approx(full.objective, abs=1e-6)

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 import torch
-from scipy.optimize import linprog
 from sklearn.neighbors import KDTree, LocalOutlierFactor
 
 from .. import solvers
@@ -205,7 +204,8 @@ class ProplaceResult(Counterfactual):
     re-solve failed numerically: the nearest Delta-robust vertex is returned), 'max_iter', or the
     failing solver status. distance: normalised l1; valid / delta_valid: re-checked with model_predict
     and IntervalNetwork; worst_case: the exact worst-case logit at x over Delta; interval_lower: the IBP
-    bound; history: (x', worst-case logit, IBP lower bound) per iteration."""
+    bound; history: (x', worst-case logit, IBP lower bound) per iteration; outer_solves: MILPs solved for
+    the outer problems (more than the iterations where a lazy outer problem took a network back)."""
 
     distance: float | None = None
     valid: bool = False
@@ -230,81 +230,17 @@ def _hull_bounds(layers, V, lo, hi, *, cached: bool):
     return lp_bounds(layers, lo, hi, vertices=V, bounds=unit)
 
 
-def _valid_for_all(models, X, *, margin: float, interval: IntervalNetwork | None, interval_margin: float):
-    """Rows of `X` where every network of `models` gives a logit >= margin (forward passes) and, with
-    `interval`, the interval lower bound is >= interval_margin: the constraints of eq. 5, checked."""
-    ok = np.ones(len(X), bool)
-    for layers in models:
-        ok &= forward(layers, X) >= margin
-    if interval is not None:
-        ok &= interval.bounds(X)[0] >= interval_margin
-    return ok
-
-
-def feasible_point(models, x0, vertices, starts=(), *, margin: float = 0.01, interval=None,
-                   interval_margin: float = 1e-4, steps: int = 40):
-    """A point of the plausible region that satisfies every constraint of eq. 5, near `x0`, or None.
-
-    Every vertex that satisfies them is joined by a segment to each point of `starts` (points of the
-    hull, e.g. the previous iterate) and to `x0`; bisection keeps, on every segment, an end that
-    satisfies them (checked by forward passes, never assumed) and moves it towards the start. Returns
-    the nearest such point to `x0` in l1. Its distance bounds the optimum of eq. 5 from above.
-    """
-    V = _rows(vertices)
-    check = dict(margin=margin, interval=interval, interval_margin=interval_margin)
-    good = V[_valid_for_all(models, V, **check)]
-    if not len(good):
-        return None
-    candidates = [good]
-    for start in [np.asarray(x0, float)] + [np.asarray(s, float) for s in starts]:
-        lo, hi = np.zeros(len(good)), np.ones(len(good))
-        for _ in range(steps):
-            mid = (lo + hi) / 2
-            ok = _valid_for_all(models, start + mid[:, None] * (good - start), **check)
-            hi, lo = np.where(ok, mid, hi), np.where(ok, lo, mid)
-        candidates.append(start + hi[:, None] * (good - start))
-    C = np.vstack(candidates)
-    C = C[_valid_for_all(models, C, **check)]
-    return C[np.argmin(np.abs(C - x0).sum(axis=1))]
-
-
-def _region_box(V, x0, radius: float, tol: float = 1e-7):
-    """Bounding box of the points of the hull of `V` within l1 distance `radius` of `x0`: two LPs per
-    feature (scipy's HiGHS), each optimum widened by `tol` against the LP solver's tolerances."""
-    m, d = V.shape
-    # variables (lambda, s): |V^T lambda - x0| <= s, sum s <= radius, lambda in the simplex
-    A_ub = np.block([[V.T, -np.eye(d)], [-V.T, -np.eye(d)], [np.zeros((1, m)), np.ones((1, d))]])
-    b_ub = np.r_[x0, -x0, radius]
-    A_eq, b_eq = np.r_[np.ones(m), np.zeros(d)][None], [1.0]
-    lo, hi = V.min(axis=0).copy(), V.max(axis=0).copy()
-    for i in range(d):
-        for sign in (1.0, -1.0):
-            c = np.r_[sign * V[:, i], np.zeros(d)]
-            res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=(0, None), method="highs")
-            if res.status != 0:
-                continue
-            if sign > 0:
-                lo[i] = max(lo[i], res.fun - tol)
-            else:
-                hi[i] = min(hi[i], -res.fun + tol)
-    return lo, np.maximum(hi, lo)
-
-
 def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval: IntervalNetwork | None = None,
-                  interval_margin: float = 1e-4, tighten: bool = True, radius: float | None = None,
-                  hull_bounds: list | None = None, solver=None, time_limit=None):
+                  interval_margin: float = 1e-4, tighten: bool = True, hull_bounds: list | None = None,
+                  solver=None, time_limit=None):
     """Eq. 5: nearest point of the convex hull of `vertices` valid (logit >= margin) for every network
     in `models` (layers lists); optionally also Delta-robust by the exact interval MILP (lower bound
     >= `interval_margin`, a small margin against the solver's feasibility tolerance).
 
     Big-M bounds: LP bound tightening over the hull (:func:`_hull_bounds`; interval bounds over the
     vertices' box alone with ``tighten=False``), or `hull_bounds` where given (one entry per network of
-    `models`, then one for `interval`; None entries are computed). With `radius` (an upper bound of
-    the optimum's normalised l1 distance, e.g. that of a :func:`feasible_point`), the problem also asks
-    ``||x' - x0||_1 / d <= radius`` and every network's bounds are tightened again over the l1 ball of
-    that radius around `x0`: every optimal point lies in it, so neither the bounds nor the extra
-    constraint change the optimum. Returns (x', lambda, SolveResult) with x' None when no solution
-    was found.
+    `models`, then one for `interval`; None entries are computed): they leave the feasible set, hence
+    the optimum, unchanged. Returns (x', lambda, SolveResult) with x' None when no solution was found.
     """
     x0 = np.asarray(x0, float)
     V = _rows(vertices)
@@ -319,21 +255,14 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
         networks.append(interval_output_layers(interval))
         margins.append(interval_margin)
     given = list(hull_bounds or []) + [None] * (len(networks) - len(hull_bounds or []))
-    if radius is not None:  # the l1 ball: the hull of x0 +- radius d e_i
-        ball = np.vstack([x0 + radius * x0.size * e for e in (np.eye(x0.size), -np.eye(x0.size))])
     for k, layers in enumerate(networks):
         bounds = None
         if tighten:
             bounds = given[k] if given[k] is not None else \
                 _hull_bounds(layers, V, lo, hi, cached=k == 0 or k == len(models))
-            if radius is not None:
-                bounds = lp_bounds(layers, ball.min(axis=0), ball.max(axis=0), vertices=ball, bounds=bounds)
         out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
         cons += c + [out >= margins[k]]
-    distance = cp.norm1(xp - x0) / x0.size
-    if radius is not None:
-        cons.append(distance <= radius)
-    problem = cp.Problem(cp.Minimize(distance), cons)
+    problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
     res = solvers.solve(problem, solver=solver, time_limit=time_limit)
     if not res.has_solution or lam.value is None:
         return None, None, res
@@ -357,29 +286,24 @@ FEASIBILITY_TOL = 1e-7
 BINDING = 1e-3
 
 
-def _outer(models, active, x0, V, starts, *, margin, interval=None, tighten, region, lazy, hull_bounds, solver,
-           time_limit):
+def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_bounds, solver, time_limit):
     """Eq. 5 over every network of `models`, solved over the networks of `active` (indices, grown in place)
     alone as long as its solution violates none of the others (checked by forward passes): a relaxation
     whose optimum satisfies every constraint is the optimum. ``lazy=False``: every network at once.
-    `region`: with the distance of a :func:`feasible_point` as :func:`outer_problem`'s radius."""
-    radius, solves = None, []
+    `hull_bounds` (a dict: index -> big-M bounds, -1 for `interval`) memoises :func:`_hull_bounds`.
+    Returns (x', lambda, [SolveResult, ...])."""
+    solves = []
     lo, hi = V.min(axis=0), V.max(axis=0)
     for i in range(-1 if interval is not None else 0, len(models)):
         if tighten and i not in hull_bounds:
             layers = interval_output_layers(interval) if i < 0 else models[i]
             hull_bounds[i] = _hull_bounds(layers, V, lo, hi, cached=i <= 0)
-    if region and tighten:
-        point = feasible_point(models, x0, V, starts, margin=margin, interval=interval)
-        if point is not None:
-            radius = l1_distance(point, x0) * (1 + 1e-6) + 1e-9  # slack for the MILP's tolerances
     if not lazy:
         active[:] = range(len(models))
     while True:
         bounds = [hull_bounds.get(i) for i in active] + [hull_bounds.get(-1)]
         xp, lam, res = outer_problem([models[i] for i in active], x0, V, margin=margin, interval=interval,
-                                     tighten=tighten, radius=radius, hull_bounds=bounds, solver=solver,
-                                     time_limit=time_limit)
+                                     tighten=tighten, hull_bounds=bounds, solver=solver, time_limit=time_limit)
         solves.append(res)
         if xp is None:
             return xp, lam, solves
@@ -391,8 +315,7 @@ def _outer(models, active, x0, V, starts, *, margin, interval=None, tighten, reg
 
 
 def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_iter: int = 30, certify: bool = True,
-             tighten: bool = True, region: bool = True, lazy: bool = True, solver=None,
-             time_limit=None) -> ProplaceResult:
+             tighten: bool = True, lazy: bool = True, solver=None, time_limit=None) -> ProplaceResult:
     """Algorithm 1 of PROPLACE over the plausible region with the given `vertices` (factual first).
 
     Repeats outer (eq. 5) / inner (eq. 6, exact MILP) until the worst-case shifted model still gives
@@ -400,11 +323,10 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     case; with ``certify`` a converged x' that fails it is re-solved once with the exact interval MILP
     as an extra constraint, so every returned counterfactual passes Definition 7.
 
-    Big-M bounds of the outer problems (:func:`outer_problem`; the optimum is the same with every
-    option): `tighten`, LP bound tightening over the hull, once per network; `region` (with
-    `tighten`), tightened again, at every outer problem, over the part of the hull no farther from
-    the factual than a :func:`feasible_point` (the previous iterate pulled towards the vertices that
-    satisfy every constraint).
+    Options that change how the outer problems are solved, never their optimum: `tighten`, big-M
+    bounds from LP bound tightening over the hull (once per network); `lazy`, each outer problem
+    holds only the networks binding at the previous iterate and the new worst case, and takes back
+    any other network its solution violates (:func:`_outer`).
     """
     start = time.perf_counter()
     x0 = np.asarray(x0, float).ravel()
@@ -412,11 +334,10 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     models, active = [network_layers(model)], [0]
     result = ProplaceResult(None, "max_iter", 0.0, "")
     solves, hull_bounds = [], {}
-    options = dict(margin=margin, tighten=tighten, region=region, lazy=lazy, hull_bounds=hull_bounds, solver=solver,
+    options = dict(margin=margin, tighten=tighten, lazy=lazy, hull_bounds=hull_bounds, solver=solver,
                    time_limit=time_limit)
     for it in range(1, max_iter + 1):
-        starts = [] if result.x is None else [result.x]
-        xp, lam, outer = _outer(models, active, x0, V, starts, **options)
+        xp, lam, outer = _outer(models, active, x0, V, **options)
         solves += outer
         result.outer_time += sum(r.solve_time for r in outer)
         result.outer_solves += len(outer)
@@ -437,8 +358,7 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
             active[:] = [i for i in active if forward(models[i], xp[None])[0] <= margin + BINDING]
         active.append(len(models) - 1)
     if result.status == "optimal" and certify and not delta_robust(model, result.x, delta=delta)[0]:
-        xp, lam, outer = _outer(models, active, x0, V, [result.x], interval=IntervalNetwork(model, delta=delta),
-                                **options)
+        xp, lam, outer = _outer(models, active, x0, V, interval=IntervalNetwork(model, delta=delta), **options)
         solves += outer
         result.outer_time += sum(r.solve_time for r in outer)
         result.outer_solves += len(outer)
@@ -501,6 +421,6 @@ def evaluate(model, factuals, counterfactuals, *, delta: float, retrained=(), lo
 
 __all__ = [
     "LofScorer", "ProplaceResult", "RobustNeighbours", "WorstCase", "brute_force_worst_case", "evaluate",
-    "feasible_point",
+    "interval_output_layers",
     "l1_distance", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
 ]
