@@ -14,6 +14,11 @@ A counterfactual ``x'`` of a factual ``x0`` (predicted class 0) is sought that i
 Algorithm 1 (:func:`proplace`) alternates an *outer* MILP (eq. 5: nearest point of the hull valid, by a
 logit margin, for every model collected in ``Delta'``, one encoded copy per model) and an *inner*
 problem (eq. 6: the worst-case shifted model at the current ``x'``) until the worst case is still valid.
+Every outer problem adds constraints to the previous one, yet most of its networks are slack at the
+optimum: each outer MILP holds only the networks binding at the previous iterate and the new worst
+case, and its solution is checked against the others by forward passes; a violated one is added and
+the MILP solved again (:func:`_outer`). An optimum of this relaxation that satisfies every network is
+an optimum of eq. 5, so the outer problems keep their optima while holding one or two networks.
 
 Inner problem as a MILP (:func:`worst_case_model`). The paper states eq. 6 with the weights as
 variables, a bilinear program. With the input ``x' >= 0`` fixed every layer's input ``h >= 0``, so
@@ -254,12 +259,13 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
             raise ValueError("interval networks need non-negative inputs: the vertices must be >= 0")
         networks.append(interval_output_layers(interval))
         margins.append(interval_margin)
-    given = list(hull_bounds or []) + [None] * (len(networks) - len(hull_bounds or []))
+    given = list(hull_bounds or [])
+    given += [None] * (len(networks) - len(given))
     for k, layers in enumerate(networks):
-        bounds = None
-        if tighten:
-            bounds = given[k] if given[k] is not None else \
-                _hull_bounds(layers, V, lo, hi, cached=k == 0 or k == len(models))
+        bounds = given[k]
+        if tighten and bounds is None:  # the first network and the interval network recur: memoised bounds
+            bounds = _hull_bounds(layers, V, lo, hi, cached=k in (0, len(models)))
+        bounds = bounds if tighten else None
         out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
         cons += c + [out >= margins[k]]
     problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
@@ -421,6 +427,5 @@ def evaluate(model, factuals, counterfactuals, *, delta: float, retrained=(), lo
 
 __all__ = [
     "LofScorer", "ProplaceResult", "RobustNeighbours", "WorstCase", "brute_force_worst_case", "evaluate",
-    "interval_output_layers",
-    "l1_distance", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
+    "interval_output_layers", "l1_distance", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
 ]
