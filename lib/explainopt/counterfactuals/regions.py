@@ -516,8 +516,9 @@ class MasterProblem:
         self.constraints = [self.x >= lower, self.x <= upper]
         self.scenarios: list[np.ndarray] = []
 
-    def add(self, s: np.ndarray) -> None:
-        """Add scenario s to Z: one more encoded copy of the model, ``encode(model, x + s)``."""
+    def add(self, s: np.ndarray, x_star=None) -> None:
+        """Add scenario s to Z: one more encoded copy of the model, ``encode(model, x + s)`` (`x_star`,
+        the master solution s was found for, is not needed here; see :meth:`PersistentMaster.add`)."""
         s = np.asarray(s, dtype=float)
         enc = encode(self.model, self.x + s, lower=self.lower + s, upper=self.upper + s)
         self.constraints += list(enc.constraints) + list(enc.predicts(self.target, margin=self.margin))
@@ -531,6 +532,30 @@ class MasterProblem:
 
 
 # =========================================================================== persistent master problem
+
+def _adverse_core(boxes: TreeBoxes, point, target: int) -> tuple[np.ndarray, np.ndarray]:
+    """The adverse cell of `point` (one leaf per tree, intersected), widened: each tree in turn is
+    dropped when the remaining leaves stay adverse whatever leaf the dropped trees give (their largest
+    value towards the target), so the returned box ``lo < y <= hi`` is adverse at every point."""
+    point = np.asarray(point, dtype=float)
+    leaves, worst = [], []
+    for lo, hi, v in zip(boxes.lo, boxes.hi, boxes.value):
+        inside = np.flatnonzero(np.all((point > lo) & (point <= hi), axis=1))
+        leaves.append(int(inside[0]))
+        worst.append(v.max() if target == 1 else v.min())
+    chosen = np.array([v[k] for v, k in zip(boxes.value, leaves)])
+    keep = np.ones(len(leaves), dtype=bool)
+    for t in range(len(leaves)):
+        keep[t] = False
+        bound = boxes.constant + boxes.scale * np.where(keep, chosen, worst).sum()
+        if not boxes.adverse(bound, target):
+            keep[t] = True
+    cell_lo, cell_hi = np.full(len(point), -np.inf), np.full(len(point), np.inf)
+    for t in np.flatnonzero(keep):
+        cell_lo = np.maximum(cell_lo, boxes.lo[t][leaves[t]])
+        cell_hi = np.minimum(cell_hi, boxes.hi[t][leaves[t]])
+    return cell_lo, cell_hi
+
 
 class _Model:
     """A MILP in matrix form, only ever grown: columns ``lower <= v <= upper`` (some integer) with
@@ -703,8 +728,9 @@ class PersistentMaster:
       neuron bounds from interval propagation over the domain shifted by s.
     """
 
-    def __init__(self, model, family, x0, *, lower, upper, target, objective, margin, backend):
+    def __init__(self, model, family, x0, *, lower, upper, target, objective, margin, backend, rho, norm):
         self.model, self.family, self.x0, self.target, self.margin = model, family, x0, target, margin
+        self.rho = rho
         self.lower, self.upper = lower, upper
         self.m, self.backend = _Model(), backend
         n = len(x0)
@@ -724,22 +750,61 @@ class PersistentMaster:
             self.ensemble = tree_ensemble(model)
             self.splits: dict = {}  # (feature, shifted threshold) -> (column, margin)
             self.chain: dict = {}  # feature -> sorted [(shifted threshold, column)]
+            self.changed: set = set()  # features whose chain grew since the last _link
+            boxes = tree_boxes(model)
+            self.cells = boxes if norm == "linf" else None
+            keys, _, _, eps = _split_keys(_walk(self.ensemble.trees, {}, np.full(n, -np.inf), np.full(n, np.inf)))
+            self.margins = dict(zip(keys, eps))  # the encoder's margin of every split of the model
         else:
+            self.cells = None
+        if family == NETWORK:
             self.layers = network_layers(model)
         self.scenarios: list[np.ndarray] = []
         self.fallback_from: str | None = None
 
-    def add(self, s: np.ndarray) -> None:
-        """Add scenario s to Z: one more copy of the model at ``x + s``."""
+    def add(self, s: np.ndarray, x_star=None) -> None:
+        """Add scenario s to Z: one more copy of the model at ``x + s``; for a tree model and the l-inf
+        box, given the master solution `x_star` the scenario was found for, the adverse cell of
+        ``x_star + s`` is excluded instead (:meth:`_exclude_cell`)."""
         s = np.asarray(s, dtype=float)
-        if self.family in (TREE, ENSEMBLE):
+        if self.cells is not None and x_star is not None:
+            self._exclude_cell(np.asarray(x_star, dtype=float) + s)
+        elif self.family in (TREE, ENSEMBLE):
             self._add_trees(s)
         else:
             self._add_network(s)
         self.scenarios.append(s)
 
+    def _exclude_cell(self, point) -> None:
+        """The cut "the box ``x + S`` misses the adverse cell C of `point`" (l-inf sets only):
+        ``C = {y : lo < y <= hi}`` is adverse everywhere, so every robust x has some feature f with
+        ``x_f + rho <= lo_f`` or ``x_f - rho > hi_f``. One row over the split binaries of the copies
+        ``s_f = +rho`` at ``lo_f`` and ``s_f = -rho`` at ``hi_f`` (with the encoder's margins, as those
+        copies' splits would have them): ``sum_f v(lo_f - rho) + (1 - v(hi_f + rho)) >= 1``. It
+        removes every x whose box meets C, where the copy of one scenario removes only those x whose
+        point ``x + s`` lies in C. C is first widened by dropping every tree whose leaf is not needed
+        to keep it adverse (:func:`_adverse_core`)."""
+        lo, hi = _adverse_core(self.cells, point, self.target)
+        cols, coefs, rhs = [], [], 1.0
+        for f in range(len(point)):
+            for t, left in ((lo[f], True), (hi[f], False)):
+                if not np.isfinite(t):
+                    continue
+                theta = t - self.rho if left else t + self.rho
+                eps = self.margins.get((f, t), TREE_DOMAIN_PAD)
+                if theta - eps < self.lower[f] if left else theta + eps > self.upper[f]:
+                    continue  # the box of x cannot pass C on this side within the domain
+                if (theta - eps >= self.upper[f]) if left else (theta + eps <= self.lower[f]):
+                    return  # every x of the domain passes C on this side: C is out of reach
+                cols.append(self._split(f, theta, eps))
+                coefs.append(1.0 if left else -1.0)
+                rhs -= 0.0 if left else 1.0
+        self._link()
+        self.m.row(cols, coefs, lower=rhs)
+
     def _split(self, f: int, theta: float, eps: float) -> int:
-        """The binary of ``x_f <= theta - eps`` (1) or ``x_f >= theta + eps`` (0), shared by all copies."""
+        """The binary of ``x_f <= theta - eps`` (1) or ``x_f >= theta + eps`` (0), shared by all copies;
+        its link to x is left to :meth:`_link`."""
         col, known = self.splits.get((f, theta), (None, -1.0))
         if col is None:
             col = int(self.m.cols(1, upper=1.0, integer=True)[0])
@@ -751,11 +816,25 @@ class PersistentMaster:
                 self.m.row([col, chain[k][1]], [1, -1], upper=0.0)
             chain.insert(k, (theta, col))
         if eps > known:  # margins of copies that share the binary: the largest holds for all
-            lo, hi = self.lower[f], self.upper[f]
-            self.m.row([self.x[f], col], [1, hi - theta + eps], upper=hi)
-            self.m.row([self.x[f], col], [1, theta + eps - lo], lower=theta + eps)
             self.splits[(f, theta)] = (col, eps)
+            self.changed.add(f)
         return col
+
+    def _link(self) -> None:
+        """Link x_f to its chain of split binaries by the convex hull of ``x_f`` in one of the intervals
+        the chain cuts [lo_f, hi_f] into (instead of big-M rows per binary): with ``lambda_k`` the
+        indicator of interval ``[L_k, U_k]`` (differences of consecutive binaries),
+        ``sum L_k lambda_k <= x_f <= sum U_k lambda_k``. Both rows are added again whenever the chain
+        of f grows; the rows of a shorter chain stay valid."""
+        for f in sorted(self.changed):
+            theta = np.array([t for t, _ in self.chain[f]])
+            cols = [c for _, c in self.chain[f]]
+            eps = np.array([self.splits[(f, t)][1] for t in theta])
+            L = np.r_[self.lower[f], theta + eps]  # L_0 = lo, L_k = theta_k + eps_k
+            U = np.r_[theta - eps, self.upper[f]]  # U_{k-1} = theta_k - eps_k, U_K = hi
+            self.m.row(np.r_[self.x[f], cols], np.r_[1.0, -(L[:-1] - L[1:])], lower=L[-1])
+            self.m.row(np.r_[self.x[f], cols], np.r_[1.0, -(U[:-1] - U[1:])], upper=U[-1])
+        self.changed.clear()
 
     def _add_trees(self, s) -> None:
         ens = self.ensemble
@@ -770,6 +849,7 @@ class PersistentMaster:
             v = self._split(f, thr - s[f], margin_of[(f, thr)])
             self.m.row(np.r_[y[left], v], np.r_[np.ones(len(left)), -1.0], upper=0.0)
             self.m.row(np.r_[y[right], v], np.r_[np.ones(len(right)), 1.0], upper=1.0)
+        self._link()
         values = ens.scale * np.array([leaf[2] for leaf in st.leaves])
         self._predicts(y, values, ens.constant, ens.threshold, ens.inclusive)
 
@@ -1004,7 +1084,7 @@ class _Loop:
             if ap.value <= self.epsilon:
                 return "converged"
             for s in [ap.scenario] + list(ap.more[: self.cuts - 1]):
-                master.add(s)
+                master.add(s, x_star)
                 self.scenarios.append(np.asarray(s, dtype=float))
                 step.added += 1
         return "iteration_limit"
@@ -1016,7 +1096,8 @@ class _Loop:
             return MasterProblem(self.model, self.x0, lower=lower, upper=upper, target=self.target,
                                  objective=self.objective, margin=self.margin)
         return PersistentMaster(self.model, self.family, self.x0, lower=lower, upper=upper, target=self.target,
-                                objective=self.objective, margin=self.margin, backend=backend())
+                                objective=self.objective, margin=self.margin, backend=backend(), rho=self.rho,
+                                norm=self.norm)
 
     def result(self, status, elapsed, lower, upper, *, track_radius) -> RobustRegion:
         history = self.history
