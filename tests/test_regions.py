@@ -457,3 +457,37 @@ def test_gurobi_converges_to_the_open_source_optimum(model):
         assert ours.converged, ours.status
         assert ours.distance == pytest.approx(open_source.distance, abs=1e-5)
         assert R.certify_region(model, ours.x, rho=0.05, target=ours.target, n_samples=2000).certified
+
+
+# --------------------------------------------------------------------------- the persistent master problem
+
+@pytest.mark.parametrize("norm", R.NORMS)
+@pytest.mark.parametrize("model", TREE_MODELS + [LOOP_MODELS[-1]], ids=lambda m: type(m).__name__)
+def test_the_persistent_master_finds_the_optimum_of_the_cvxpy_master(model, norm, monkeypatch):
+    """Issue 12: the master problem kept alive in HiGHS (trees in x-space with shared split binaries;
+    for l-inf, adverse cells excluded by one cut each instead of a model copy per scenario) reaches the
+    optimum of the cvxpy master problem with one encoded copy per scenario, and certified regions."""
+    X, y = _data()
+    model.fit(X, y)
+    fast = [R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120) for x0 in X[:3]]
+    monkeypatch.setattr(R, "PERSISTENT", {})
+    for x0, region in zip(X[:3], fast):
+        plain = R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120)
+        assert region.converged and plain.converged
+        assert all(h.master_compile_time == 0 for h in region.history)
+        assert region.distance == pytest.approx(plain.distance, abs=2e-6)
+        assert model.predict(region.x[None])[0] == region.target
+        assert R.certify_region(model, region.x, rho=0.05, norm=norm, target=region.target, n_samples=2000).certified
+
+
+@pytest.mark.parametrize("model", TREE_MODELS[1:], ids=lambda m: type(m).__name__)
+def test_an_adverse_core_is_adverse_everywhere_and_holds_its_point(model, rng):
+    X, y = _data()
+    model.fit(X, y)
+    boxes = R.tree_boxes(model)
+    for x in rng.uniform(size=(20, 3)):
+        target = 1 - int(model.predict(x[None])[0])  # x itself is adverse for this target
+        lo, hi = R._adverse_core(boxes, x, target)
+        assert np.all(lo < x) and np.all(x <= hi)
+        inside = rng.uniform(np.maximum(lo, -0.5), np.minimum(hi, 1.5), size=(500, 3))
+        assert np.all(model.predict(inside) != target)
