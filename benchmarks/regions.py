@@ -18,8 +18,8 @@ factuals, and the table adds their mean time, master solves and distance, and th
 does; ours excludes nothing. Both run from a temporary directory whose ``gurobi.env`` sets
 ``Threads 1`` (the paper's single-thread comparison); HiGHS's MIP search is single-threaded anyway.
 The domain is ``--domain unbounded`` (the authors' setting, default), ``box`` ([0, 1]) or ``wide``
-([-1, 2]; with ``--cuts 0`` this runs a library version from before the unbounded option, for a
-before/after table).
+([-1, 2]). For a before/after table run it once more with ``PYTHONPATH`` at an older library (the
+options it lacks are left out).
 """
 
 import argparse
@@ -38,10 +38,7 @@ import pandas as pd
 
 from explainopt import solvers
 from explainopt.chapters.robust_regions import fitted_model, paper_data
-from explainopt.counterfactuals import regions as R
 from explainopt.counterfactuals.regions import certify_region, robust_region
-
-CUTS = getattr(R, "CUTS", 0)  # the library default (0: a version without the option)
 
 #: --domain: the authors' unbounded variables, the data's box, the box the issue widened to.
 DOMAINS = {"unbounded": (None, None), "box": (0.0, 1.0), "wide": (-1.0, 2.0)}
@@ -67,7 +64,7 @@ def run_ours(cell: dict, name: str, args) -> dict:
     solver = SOLVER_ARGUMENT.get(name, name)
     model = fitted_model(cell["dataset"], cell["model"])
     bounds = DOMAINS[args.domain]
-    options = {} if args.cuts is None else {"cuts": args.cuts}  # None: a version without the option
+    options = {} if args.cuts is None else {"cuts": args.cuts}  # None: the library's default
     rows = []
     for i in range(args.instances):
         region = robust_region(model, X[i], rho=cell["rho"], norm=cell["norm"], lower=bounds[0], upper=bounds[1],
@@ -136,13 +133,12 @@ def main():
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--solvers", nargs="+", default=["highs", "gurobi"])
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="unbounded")
-    parser.add_argument("--cuts", type=int, default=CUTS, help="scenarios added per iteration (1: the paper's; "
-                        "0: leave the option out, for a library version without it)")
+    parser.add_argument("--cuts", type=int, help="scenarios added per iteration (1: the paper's; default: "
+                        "the library's, also for a library version without the option)")
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--authors", help="a checkout of the authors' robust-CE code (with pyomo importable)")
     parser.add_argument("--json", help="write the rows here as JSON")
     args = parser.parse_args()
-    args.cuts = args.cuts or None
     if args.quick:
         args.datasets, args.norms, args.instances = ["banknote"], ["linf"], min(args.instances, 3)
         args.configs = args.configs or ["DT5:0.05", "RF5:0.05", "NN10:0.05"]

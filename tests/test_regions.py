@@ -360,11 +360,12 @@ def test_an_unbounded_domain_for_a_linear_model_is_the_closed_form():
     assert region.converged and region.distance == pytest.approx(max(0.0, need) / np.abs(beta).max(), rel=1e-6)
 
 
-def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach():
+@pytest.mark.parametrize("reach", [0.5, 0.02])  # 0.02: the region found is farther, the box widens to it
+def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach(reach):
     X, y = _data()
     model = MLPClassifier((8,), max_iter=3000, random_state=0).fit(X, y)
     for x0 in X[:2]:
-        free = R.robust_region(model, x0, rho=0.05, lower=None, upper=None, reach=0.5, time_limit=120)
+        free = R.robust_region(model, x0, rho=0.05, lower=None, upper=None, reach=reach, time_limit=120)
         wide = R.robust_region(model, x0, rho=0.05, lower=x0 - 3, upper=x0 + 3, time_limit=120)
         assert free.converged and free.distance == pytest.approx(wide.distance, abs=1e-5)
         lo, hi = free.domain
