@@ -22,6 +22,13 @@ The trees are read once by :func:`explainopt.encoders.tree_ensemble` (leaf value
 boosting init offset, the decision rule) and turned into leaf boxes (:func:`tree_boxes`); linear
 weights come from :func:`explainopt.encoders.linear_weights`.
 
+The master problem of HiGHS and Gurobi (l1 and l-inf objectives) is kept alive in the solver across
+the iterations (:class:`PersistentMaster`: a scenario adds columns and rows, nothing is rebuilt or
+recompiled); for trees and ensembles it lives in the space of x, and with the l-inf box each adverse
+cell the AP finds is excluded by one row ("the box of x misses the cell") instead of a model copy per
+scenario: every robust x satisfies it, so the optimum is the same. Other solvers and the l2 objective
+use the cvxpy :class:`MasterProblem`.
+
 The loop stops when the AP value is at most ``epsilon`` (Algorithm 1). On a time or iteration limit
 the result is an *early stop*: every master solution is given its certified radius (the largest
 radius for which it is robust, the distance to the other class) and the best one is returned with
