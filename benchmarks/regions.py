@@ -8,7 +8,9 @@
 For every (dataset, model, norm, rho) and solver (HiGHS, Gurobi) it runs ``robust_region`` on the
 first `--instances` rows (the chapter's fitted models and factuals) and prints the mean loop time, the
 master solves (iterations), the final scenario count, cvxpy's compile time apart from the solvers'
-time (master / adversarial), the converged count and how many fell back from Gurobi for its licence.
+time (master / adversarial; the master problem kept alive in HiGHS or Gurobi has no compilation), the
+converged count and how many fell back from Gurobi for its licence (Gurobi's size-limited pip licence
+refuses models over 2000 rows or columns: those problems are solved by HiGHS and counted here).
 Every region is certified again (``certify_region``) and a region that fails raises.
 
 ``--authors PATH`` points at a checkout of the authors' robust-CE code (not part of this project;
