@@ -770,7 +770,6 @@ class PersistentMaster:
             self.ensemble = tree_ensemble(model)
             self.splits: dict = {}  # (feature, shifted threshold) -> (column, margin)
             self.chain: dict = {}  # feature -> sorted [(shifted threshold, column)]
-            self.changed: set = set()  # features whose chain grew since the last _link
             boxes = tree_boxes(model)
             self.cells = boxes if norm == "linf" else None
             keys, _, _, eps = _split_keys(_walk(self.ensemble.trees, {}, np.full(n, -np.inf), np.full(n, np.inf)))
@@ -819,12 +818,12 @@ class PersistentMaster:
                 cols.append(self._split(f, theta, eps))
                 coefs.append(1.0 if left else -1.0)
                 rhs -= 0.0 if left else 1.0
-        self._link()
         self.m.row(cols, coefs, lower=rhs)
 
     def _split(self, f: int, theta: float, eps: float) -> int:
-        """The binary of ``x_f <= theta - eps`` (1) or ``x_f >= theta + eps`` (0), shared by all copies;
-        its link to x is left to :meth:`_link`."""
+        """The binary of ``x_f <= theta - eps`` (1) or ``x_f >= theta + eps`` (0), shared by all copies.
+        (Linking x_f to its whole chain by the convex hull of the intervals, one row per feature, instead
+        of big-M rows per binary was measured slower: banknote RF10 l-inf 4.9 vs 2.9 s, l2 18 vs 7.8 s.)"""
         col, known = self.splits.get((f, theta), (None, -1.0))
         if col is None:
             col = int(self.m.cols(1, upper=1.0, integer=True)[0])
@@ -837,24 +836,10 @@ class PersistentMaster:
             chain.insert(k, (theta, col))
         if eps > known:  # margins of copies that share the binary: the largest holds for all
             self.splits[(f, theta)] = (col, eps)
-            self.changed.add(f)
+            lo, hi = self.lower[f], self.upper[f]  # big-M from the domain box
+            self.m.row([self.x[f], col], [1, hi - theta + eps], upper=hi)
+            self.m.row([self.x[f], col], [1, theta + eps - lo], lower=theta + eps)
         return col
-
-    def _link(self) -> None:
-        """Link x_f to its chain of split binaries by the convex hull of ``x_f`` in one of the intervals
-        the chain cuts [lo_f, hi_f] into (instead of big-M rows per binary): with ``lambda_k`` the
-        indicator of interval ``[L_k, U_k]`` (differences of consecutive binaries),
-        ``sum L_k lambda_k <= x_f <= sum U_k lambda_k``. Both rows are added again whenever the chain
-        of f grows; the rows of a shorter chain stay valid."""
-        for f in sorted(self.changed):
-            theta = np.array([t for t, _ in self.chain[f]])
-            cols = [c for _, c in self.chain[f]]
-            eps = np.array([self.splits[(f, t)][1] for t in theta])
-            L = np.r_[self.lower[f], theta + eps]  # L_0 = lo, L_k = theta_k + eps_k
-            U = np.r_[theta - eps, self.upper[f]]  # U_{k-1} = theta_k - eps_k, U_K = hi
-            self.m.row(np.r_[self.x[f], cols], np.r_[1.0, -(L[:-1] - L[1:])], lower=L[-1])
-            self.m.row(np.r_[self.x[f], cols], np.r_[1.0, -(U[:-1] - U[1:])], upper=U[-1])
-        self.changed.clear()
 
     def _add_trees(self, s) -> None:
         ens = self.ensemble
@@ -869,7 +854,6 @@ class PersistentMaster:
             v = self._split(f, thr - s[f], margin_of[(f, thr)])
             self.m.row(np.r_[y[left], v], np.r_[np.ones(len(left)), -1.0], upper=0.0)
             self.m.row(np.r_[y[right], v], np.r_[np.ones(len(right)), 1.0], upper=1.0)
-        self._link()
         values = ens.scale * np.array([leaf[2] for leaf in st.leaves])
         self._predicts(y, values, ens.constant, ens.threshold, ens.inclusive)
 
