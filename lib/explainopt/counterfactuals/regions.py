@@ -987,7 +987,7 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target: int | No
                   lower=0.0, upper=1.0, objective: str = "l1", epsilon: float = 1e-6,
                   max_iterations: int = 200, time_limit: float = 1000.0, solver=None, margin: float = 1e-4,
                   track_radius: bool = False, tree_method: str = "auto", cuts: int | None = None,
-                  reach: float = 0.25, random_state=0) -> RobustRegion:
+                  reach: float = 1.0, random_state=0) -> RobustRegion:
     """Algorithm 1: the closest x to `x0` whose whole `rho`-ball (`norm`) is predicted `target`.
 
     Parameters
