@@ -3,16 +3,17 @@ width and depth, with and without LP bound tightening.
 
     python benchmarks/proplace.py --quick                   # compas + adult, 3 factuals; widths 10/50, depth 1/2
     python benchmarks/proplace.py --datasets carla/give_me_some_credit --factuals 8 --repeats 3
-    python benchmarks/proplace.py --skip-networks --bounds lp interval     # PROPLACE before / after
+    python benchmarks/proplace.py --skip-networks --bounds lp lazy     # PROPLACE before / after
     python benchmarks/proplace.py --skip-proplace --widths 50 --depths 2 --time-limit 20
 
 PROPLACE: for every data set the chapter's network (book scale: the authors' epochs, 2 + 2 retrained
 networks, cached in EXPLAINOPT_CACHE) and its first `--factuals` factuals; ``proplace`` with HiGHS, once
-per ``--bounds`` (``lp``: big-M bounds from LP bound tightening over the plausible region, the default;
-``interval``: interval bounds over the vertices' box, the version before) and `--repeats` times. It
-prints the median and mean seconds per counterfactual, the outer (eq. 5) and inner (eq. 6) solver
-seconds, iterations, and raises if a counterfactual is not valid by the model's own predict, not
-Delta-robust, or (between the bound options) at a different distance.
+per ``--bounds`` (:data:`OPTIONS`: ``lazy``, the default, outer MILPs with only the binding networks and
+LP-tightened big-M bounds; ``lp``, every network in every outer MILP, the version before; ``interval``,
+every network with interval bounds) and `--repeats` times. It prints the median and mean seconds per
+counterfactual, the outer (eq. 5) and inner (eq. 6) solver seconds, iterations, outer MILPs, how many
+distances equal the first option's, and raises if a counterfactual is not valid by the model's own
+predict or not Delta-robust, or (after the table) if a distance differs between the options.
 
 Networks: :func:`explainopt.benchmark.time_instance` (nearest counterfactual of an MLPClassifier on
 ionosphere, HiGHS) per width, depth and tightening (``ibp``, ``lp``: :func:`~explainopt.encoders.
@@ -30,9 +31,17 @@ from explainopt.chapters import proplace as CH
 from explainopt.counterfactuals.proplace import plausible_vertices, proplace
 
 
+TOLERANCE = 1e-5  # |difference| of two distances counted as equal
+
+#: The versions of the outer problem compared (:func:`~explainopt.counterfactuals.proplace.proplace`'s options).
+OPTIONS = {"interval": dict(tighten=False, lazy=False),  # interval bounds, every network in every outer MILP
+           "lp": dict(tighten=True, lazy=False),  # LP bounds over the hull, every network (the version before)
+           "lazy": dict(tighten=True, lazy=True)}  # LP bounds, the binding networks, the others checked
+
+
 def run_proplace(dataset: str, args) -> list[dict]:
-    prep = CH.prepare(dataset, None, 2, 2, True)
-    neighbours = CH.robust_neighbours(dataset, None, 2, 2, True)
+    prep = CH.prepare(dataset, None, 2, 2, "local")
+    neighbours = CH.robust_neighbours(dataset, None, 2, 2, "local")
     delta = CH.DELTAS[dataset]
     rows, distances = [], {}
     for i in CH.factual_indices(prep, args.factuals):
@@ -41,20 +50,19 @@ def run_proplace(dataset: str, args) -> list[dict]:
         for bounds in args.bounds:
             for rep in range(args.repeats):
                 start = time.perf_counter()
-                r = proplace(prep["model"], x0, V, delta=delta, tighten=bounds == "lp", solver="highs",
-                             time_limit=args.time_limit)
+                r = proplace(prep["model"], x0, V, delta=delta, solver="highs", time_limit=args.time_limit,
+                             **OPTIONS[bounds])
                 seconds = time.perf_counter() - start
                 if r.x is not None and not (r.valid and r.delta_valid):
                     raise AssertionError(f"{dataset} factual {i} ({bounds}): not valid / not Delta-robust: {r}")
-                if r.distance is not None and r.status in ("optimal", "certified"):
-                    ref = distances.setdefault(i, r.distance)
-                    if abs(ref - r.distance) > 1e-5:
-                        raise AssertionError(f"{dataset} factual {i}: distance {r.distance} ({bounds}) != {ref}")
+                ref = distances.setdefault(i, r.distance)  # the first option's distance on this factual
+                equal = ref is not None and r.distance is not None and abs(ref - r.distance) <= TOLERANCE
                 rows.append(dict(dataset=CH.short(dataset), factual=int(i), bounds=bounds, repeat=rep, seconds=seconds,
-                                 outer=r.outer_time, inner=r.inner_time, iterations=r.iterations, status=r.status,
-                                 distance=r.distance))
-                print(f"  {CH.short(dataset)} {i} {bounds}: {seconds:.2f} s, {r.iterations} iterations, {r.status}",
-                      flush=True)
+                                 outer=r.outer_time, inner=r.inner_time, iterations=r.iterations,
+                                 outer_solves=r.outer_solves, status=r.status, distance=r.distance,
+                                 solved=r.status in ("optimal", "certified"), equal=equal))
+                print(f"  {CH.short(dataset)} {i} {bounds}: {seconds:.2f} s, {r.iterations} iterations, {r.status}, "
+                      f"distance {r.distance}", flush=True)
     return rows
 
 
@@ -64,7 +72,7 @@ def main():
     parser.add_argument("--datasets", nargs="+", help="default: the chapter's four (quick: compas, adult)")
     parser.add_argument("--factuals", type=int, default=None, help="factuals per data set (default 8, quick 3)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per factual (the machine may be contended)")
-    parser.add_argument("--bounds", nargs="+", default=["lp"], choices=["lp", "interval"])
+    parser.add_argument("--bounds", nargs="+", default=["lazy"], choices=list(OPTIONS))
     parser.add_argument("--time-limit", type=float, default=None, help="seconds per MILP (default: none)")
     parser.add_argument("--widths", type=int, nargs="+", help="hidden widths (default 10 50 100; quick 10 50)")
     parser.add_argument("--depths", type=int, nargs="+", help="hidden layers (default 1 2 3; quick 1 2)")
@@ -78,8 +86,13 @@ def main():
         table = frame.groupby(["dataset", "bounds"], sort=False).agg(
             median_s=("seconds", "median"), mean_s=("seconds", "mean"), max_s=("seconds", "max"),
             outer_s=("outer", "mean"), inner_s=("inner", "mean"), iterations=("iterations", "mean"),
-            runs=("seconds", "size"), distance=("distance", "mean"))
-        print("\nPROPLACE, seconds per counterfactual (HiGHS)\n" + table.round(3).to_string())
+            outer_solves=("outer_solves", "mean"),
+            runs=("seconds", "size"), distance=("distance", "mean"), equal=("equal", "sum"))
+        print("\nPROPLACE, seconds per counterfactual (HiGHS; equal: distances equal to the first option's)\n"
+              + table.round(3).to_string())
+        differ = frame[frame["solved"] & ~frame["equal"]]
+        if len(differ):
+            raise AssertionError(f"distances differ between the options:\n{differ.to_string()}")
     if not args.skip_networks:
         widths = args.widths or ([10, 50] if args.quick else [10, 50, 100])
         depths = args.depths or ([1, 2] if args.quick else [1, 2, 3])

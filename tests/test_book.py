@@ -144,3 +144,82 @@ def test_the_exercise_index_links_every_exercise_by_level(tmp_path):
     for label in book.exercises().label:
         assert f"{{ref}}`{label}`" in page
     assert "**Derivation**" in page and "**Research**" in page
+
+
+# ------------------------------------------------------------------ the paper scale renders from the store
+
+
+def _stored(x: int) -> dict:
+    return {"x": x}
+
+
+def _doubled(x: int) -> dict:
+    return {"x": 2 * x}
+
+
+class _TwoGrids:
+    """A chapter whose second grid exists only for the first grid's stored cells (as chapter 4's factuals
+    are drawn with its stored networks)."""
+
+    SCALES = {"paper": {}}
+    cache = None
+
+    @classmethod
+    def grids(cls, settings):
+        first = book.Grid(_stored, [{"x": 1}, {"x": 2}])
+        done = [c for c in first.configs if cls.cache.get(_stored, c) is not None]
+        return {"first": first, "second": book.Grid(_doubled, done)}
+
+
+def test_fill_reads_the_grids_again_after_each_one_and_fills_only_the_named_grids(monkeypatch, tmp_path):
+    from explainopt.experiments import ResultStore
+
+    _TwoGrids.cache = ResultStore(tmp_path)
+    monkeypatch.setattr(book.chapters, "module", lambda chapter: _TwoGrids)
+    monkeypatch.setattr(book, "chapter_cache", lambda chapter, scale: _TwoGrids.cache)
+    assert book.fill("99", only=["first"], n_jobs=1) == {"first": {"cells": 2, "computed": 2, "stale": 0}}
+    assert not _TwoGrids.cache.path(_doubled).exists()
+    report = book.fill("99", n_jobs=1)
+    assert report["second"] == {"cells": 2, "computed": 2, "stale": 0}  # the second grid saw the first's cells
+    with pytest.raises(ValueError, match="no grid"):
+        book.fill("99", only=["third"])
+
+
+def test_a_missing_figure_says_how_to_compute_it():
+    run = book.ChapterRun("02", {"scale": "paper"})
+    assert "not computed yet (run `make paper NAME=02`)" in run.not_computed("Figure 5").data
+    assert "make paper" not in book.ChapterRun("02", {"scale": "book"}).not_computed("Figure 5").data
+
+
+def test_the_status_page_has_a_column_per_scale(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    monkeypatch.setattr(book, "ROOT", tmp_path)
+    for scale, holds in (("book", False), ("paper", True)):
+        reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=holds)], {"scale": scale},
+                                       folder=tmp_path / "results" / scale)
+    built = tmp_path / "out"
+    reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=True)], {"scale": "smoke"},
+                                   folder=built / "results")
+    page = book.write_status_page(built).read_text()
+    assert "this build: scale" in page and "book (committed): differ" in page and "paper (committed): reproduced" in page
+    reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=False)], {"scale": "book"},
+                                   folder=built / "results")
+    assert "this build" not in book.write_status_page(built).read_text()  # a book build is the committed book column
+
+
+def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    shown = []
+    monkeypatch.setattr(book, "ROOT", tmp_path)
+    monkeypatch.setattr(book, "display", shown.append)
+    run = book.ChapterRun("05", {"scale": "paper"})
+    run.show_scale_changes([reporting.claim("a", paper=1, ours=2, holds=True)])
+    assert "No book-scale verdicts are committed" in shown.pop().data
+    reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=False)],
+                                   {"scale": "book", "date": "2026-11-23"}, folder=tmp_path / "results" / "book")
+    run.show_scale_changes([reporting.claim("a", paper=1, ours=2, holds=True, why="more cells")])
+    text, table = shown
+    assert "1 of the claims" in text.data and "2026-11-23" in text.data
+    assert table.to_dict("records")[0]["why"] == "more cells" and table.iloc[0]["book: verdict"] == "differs"

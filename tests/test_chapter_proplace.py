@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from sklearn.datasets import make_moons  # noqa: E402
 
 from explainopt.book import ChapterRun  # noqa: E402
@@ -16,6 +17,7 @@ from explainopt.chapters import proplace as CH  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
 from explainopt.counterfactuals.proplace import RobustNeighbours  # noqa: E402
 from explainopt.encoders import model_predict  # noqa: E402
+from explainopt.experiments import ResultStore, run_grid, stored_form  # noqa: E402
 from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED  # noqa: E402
 
 DATASET = "carla/compas"  # the toy prep below stands in for compas (delta 0.025)
@@ -179,8 +181,8 @@ def test_toy_example_runs_algorithm_1_and_draws_it():
     iterations = CH.toy_iterations(toy)
     assert list(iterations["iteration"]) == list(range(1, toy.result.iterations + 1))
     plt.close(CH.toy_figure(toy))
-    probes = CH.inner_probes(toy, {}, 3)
-    assert list(probes) == ["toy"] and probes["toy"][1].shape == (3, 2)
+    assert toy.delta == CH.TOY_DELTA and np.array_equal(model_predict(toy.model, toy.X),
+                                                        model_predict(CH.toy_network(0)[2], toy.X))
 
 
 # ---------------------------------------------------------------------------- the claims
@@ -263,13 +265,14 @@ def test_the_grid_has_a_cell_per_factual_first_factuals_first_and_reads_back_per
     monkeypatch.setattr(CH, "prepare", lambda *args: prep)
     monkeypatch.setattr(CH, "robust_neighbours",
                         lambda *args: RobustNeighbours(prep["model"], prep["split"]["X1"], delta=0.025))
-    S = dict(datasets=[DATASET, "other"], epochs={}, n_both=0, n_loo=1, n_factuals=2, methods=["MILP-R"], cache=True)
-    grid = CH.grids(S, preps={DATASET: prep, "other": prep})["factuals"]
-    assert [grid.configs[k]["dataset"] for k in grid.order] == [DATASET, "other"] * 2
+    S = dict(datasets=[DATASET, "carla/adult"], epochs={}, n_both=0, n_loo=1, n_factuals=2, methods=["MILP-R"],
+             networks="local", n_inner=1)
+    grid = CH.grids(S, preps={DATASET: prep, "carla/adult": prep})["factuals"]
+    assert [grid.configs[k]["dataset"] for k in grid.order] == [DATASET, "carla/adult"] * 2
     assert [c["index"] for c in grid.configs[:2]] == list(CH.factual_indices(prep, 2))
     cells = [CH.run_factual(**grid.configs[0]), None, None, None]  # the paper scale: cells not stored are None
     indices, results = CH.by_dataset(grid, cells)
-    assert indices == {DATASET: [grid.configs[0]["index"]], "other": []} and results["other"] == []
+    assert indices == {DATASET: [grid.configs[0]["index"]], "carla/adult": []} and results["carla/adult"] == []
     assert results[DATASET][0]["ce"]["MILP-R"] is not None
 
 
@@ -353,3 +356,58 @@ def test_with_no_stored_cell_the_chapter_renders_and_its_claims_read_not_run(pre
     claims = CH.claims(table, pd.DataFrame(), n_retrained=2)
     assert claims and all(c.verdict == "not run" for c in claims)
     assert CH.summary(table, pd.DataFrame(), log, n_retrained=2)
+
+
+# ------------------------------------------------------- the networks as cells of the results store (issue 13)
+
+
+def test_a_stored_network_cell_rebuilds_the_trained_network_exactly():
+    cell = CH.network_cell(dataset=DATASET, role="loo", seed=3, width=5, epochs=1)
+    X, y = CH.training_rows(CH.protocol_data(DATASET)[0], "loo", 3)
+    trained = CH.train_network(X, y, width=5, epochs=1, random_state=3)
+    rebuilt = CH.as_network(stored_form(cell)["layers"])  # as the results store gives it back
+    points = np.random.default_rng(0).uniform(size=(5000, X.shape[1]))
+    with torch.no_grad():
+        assert np.array_equal(rebuilt(torch.as_tensor(points)).numpy(), trained(torch.as_tensor(points)).numpy())
+    assert np.array_equal(model_predict(rebuilt, points), model_predict(trained, points))
+    assert cell["rows"] == len(X) == int(round(0.99 * len(CH.protocol_data(DATASET)[0]["X1"])))
+
+
+def test_network_configs_are_the_network_then_the_retrained_ones():
+    configs = CH.network_configs(DATASET, 2, n_both=2, n_loo=1)
+    assert [(c["role"], c["seed"]) for c in configs] == [("model", 101), ("both", 101), ("both", 102), ("loo", 3)]
+    assert {c["epochs"] for c in configs} == {2} and {c["width"] for c in configs} == {20}
+    assert CH.network_configs(DATASET, None, 0, 1, code_width=True)[1]["width"] == CH.RETRAINED_WIDTH_IN_CODE[DATASET]
+    with pytest.raises(ValueError, match="role"):
+        CH.training_rows(CH.protocol_data(DATASET)[0], "nope", 0)
+
+
+def test_at_the_paper_scale_the_networks_come_from_the_store_and_nothing_is_trained(monkeypatch, tmp_path):
+    store = ResultStore(tmp_path)
+    monkeypatch.setattr(CH, "network_cache", lambda networks: store)
+    CH.prepare.cache_clear()
+    S = dict(CH.SCALES["paper"], datasets=[DATASET], epochs={DATASET: 5}, n_both=1, n_loo=1, n_factuals=2)
+    G = CH.grids(S)
+    assert CH.preps_of(S) == {DATASET: None} and len(G["networks"]) == 3 and len(G["factuals"]) == 0
+    with pytest.raises(LookupError, match="3 of the 3 networks of carla/compas are not in the results store"):
+        CH.run_factual(DATASET, 0, 5, 1, 1, ("WCE",), networks="store")
+    assert [c["net"] for c in G["inner"].configs] == ["toy", DATASET]
+    run_grid(G["networks"].func, G["networks"].configs, cache=store, progress=False)  # what `fill` does
+    prep = CH.prepare(DATASET, 5, 1, 1, "store")
+    stored = store.cells(CH.network_cell)
+    assert len(stored) == 3 and len(prep["retrained"]) == 2 and prep["retraining"][1]["data"] == CH.ROLES["loo"]
+    points = CH.factuals(prep)
+    assert np.array_equal(model_predict(prep["model"], points),
+                          model_predict(CH.as_network(stored[0]["result"]["layers"]), points))
+    G = CH.grids(S)  # the factuals are drawn with the stored networks
+    assert len(G["factuals"]) == 2 and G["factuals"].configs[0]["networks"] == "store"
+    CH.prepare.cache_clear()
+
+
+def test_the_inner_check_reads_not_run_without_cells_and_a_toy_cell_matches_the_direct_check():
+    rows, summary = CH.inner_problem_frame([])
+    assert rows.empty and summary.empty and CH.claim_exact_inner(rows).verdict == NOT_RUN
+    cell = CH.inner_cell(net="toy", n=2, epochs=None, n_both=0, n_loo=0, networks="train")
+    assert [r["net"] for r in cell] == ["toy", "toy"]
+    rows, summary = CH.inner_problem_frame(stored_form(cell))
+    assert rows["exact"].all() and summary.loc["toy", "points"] == 2

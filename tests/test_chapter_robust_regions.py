@@ -9,7 +9,8 @@ import pytest
 
 from explainopt.chapters import robust_regions as CH
 from explainopt.chapters import settings
-from explainopt.counterfactuals.regions import Iteration, RobustRegion
+from explainopt.encoders import model_predict
+from explainopt.experiments import ResultStore, run_grid, stored_form
 from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
 
 
@@ -123,7 +124,9 @@ def test_single_leaf_cells_run_for_the_trees_of_the_grid_and_are_certified(tmp_p
 def test_grids_hold_every_cell_of_the_scale_in_factual_major_order(scale):
     S = CH.SCALES[scale]
     G = CH.grids(S, seed=0)
-    assert set(G) == {"regions", "single_leaf", "table3", "figure7", "accuracies"}
+    assert set(G) == {"regions", "single_leaf", "table3", "figure7", "accuracies", "figure2", "region_path"}
+    assert len(G["figure2"]) == 2 and len(G["region_path"]) == 3 * len(S["slider_rhos"])
+    assert {c["time_limit"] for c in G["figure2"].configs + G["region_path"].configs} == {S["figure_time_limit"]}
     regions = G["regions"]
     per_factual = len(S["norms"]) * len(S["rhos"]) * len(S["models"]) * len(S["datasets"])
     assert len(regions) == per_factual * S["instances"] and sorted(regions.order) == list(range(len(regions)))
@@ -371,17 +374,37 @@ def test_paper_claims_list_every_claim_and_read_not_run_on_an_empty_run():
 
 # --------------------------------------------------------------------------- captions
 
-def _region(iterations: int, status="converged") -> RobustRegion:
-    history = [Iteration(k, np.zeros(2), 0.1 * k, 0.0, None, 0.0, 0.0) for k in range(1, iterations + 1)]
-    return RobustRegion(np.zeros(2), status, 1.0, "highs", rho=0.05, iterations=iterations, history=history)
+def _tree_run(depth: int, iterations: int, status="converged") -> dict:
+    return {"depth": depth, "rho": 0.05, "iterations": iterations, "status": status}
 
 
 def test_the_tree_caption_says_which_tree_needed_more_iterations():
-    runs = [{"depth": 3, "region": _region(2)}, {"depth": 10, "region": _region(6, "time_limit")}]
+    runs = [_tree_run(3, 2), _tree_run(10, 6, "time_limit")]
     text = CH.tree_iterations_caption(runs)
     assert "depth 10: 6 iterations (time_limit)" in text and "needed more iterations" in text
-    runs[1]["region"] = _region(1)
+    runs[1] = _tree_run(10, 1)
     assert "needed fewer iterations" in CH.tree_iterations_caption(runs)
+
+
+def test_figures_2_and_6_are_a_grid_whose_stored_cells_draw_the_figure(tmp_path):
+    S = CH.SCALES["smoke"]
+    grid = CH.grids(S)["figure2"]
+    first = CH.factual_indices("banknote", 1)[0]
+    assert [c["depth"] for c in grid.configs] == list(CH.FIGURE2_DEPTHS) and {c["index"] for c in grid.configs} == {first}
+    store = ResultStore(tmp_path)
+    computed = run_grid(grid.func, grid.configs, cache=store, progress=False)
+    stored = run_grid(grid.func, grid.configs, cache=ResultStore(tmp_path), missing="skip")  # read back, not computed
+    assert stored == [stored_form(c) for c in computed]
+    for run in stored:  # the depth-10 tree may stop at the smoke scale's time limit
+        assert run["status"] in ("converged", "time_limit") and run["iterations"] == len(run["history"]) >= 1
+    shallow = stored[0]
+    assert shallow["depth"] == 3 and shallow["status"] == "converged"
+    tree = CH.two_feature_tree(3)[2]
+    assert model_predict(tree, shallow["history"][-1]["x"])[0] == shallow["target"]  # the last centre is valid
+    fig = CH.figure_tree_iterations(stored)
+    assert len(fig.axes) == 2 and "iterations" in fig.axes[1].get_title()
+    plt.close(fig)
+    assert run_grid(grid.func, grid.configs, cache=ResultStore(tmp_path / "empty"), missing="skip") == [None, None]
 
 
 def test_the_convergence_caption_reads_the_directions_from_the_run():
@@ -399,7 +422,20 @@ def test_the_convergence_caption_reads_the_directions_from_the_run():
 
 @pytest.fixture(scope="module")
 def path():
-    return CH.region_path(rhos=[0.02, 0.1], depth=3, n_samples=500, resolution=41)
+    index = CH.factual_indices("banknote", 1)[0]
+    cells = [CH.path_region(method=m, rho=r, index=index, depth=3, n_samples=500) for m in CH.PATH_METHODS
+             for r in (0.1, 0.02)]
+    return CH.region_path([stored_form(c) for c in cells], index=index, depth=3, resolution=41)
+
+
+def test_the_region_path_is_a_grid_of_one_cell_per_method_and_radius_and_none_when_one_is_missing():
+    S = CH.SCALES["smoke"]
+    grid = CH.grids(S)["region_path"]
+    assert len(grid) == len(CH.PATH_METHODS) * len(S["slider_rhos"])
+    assert {(c["method"], c["rho"]) for c in grid.configs} == {(m, r) for m in CH.PATH_METHODS for r in S["slider_rhos"]}
+    index = grid.configs[0]["index"]
+    assert CH.region_path([], index=index) is None
+    assert CH.region_path([None] * len(grid), index=index) is None
 
 
 def test_region_path_holds_certified_regions_ordered_as_the_theory_says(path):

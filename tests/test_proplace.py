@@ -190,3 +190,35 @@ def test_outer_problem_with_lp_bounds_keeps_the_optimum(moons, factuals):
             assert res.objective == pytest.approx(_outer_with_interval_bounds(models, x0, V), abs=1e-6)
             assert model_predict(net, xp[None])[0] == 1  # re-checked with the model's own predict
             models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
+
+
+def test_lazy_outer_problems_keep_the_distance(moons, factuals):
+    """Lazy networks change the outer problems' size, never Algorithm 1's result (fixed instances)."""
+    X, _, net = moons
+    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
+    for x0 in factuals:
+        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+        before = P.proplace(net, x0, V, delta=DELTA, lazy=False)
+        after = P.proplace(net, x0, V, delta=DELTA, lazy=True)
+        assert after.valid and after.delta_valid and model_predict(net, after.x[None])[0] == 1
+        assert after.status == before.status
+        assert after.distance == pytest.approx(before.distance, abs=1e-6)
+        assert after.outer_solves >= after.iterations
+
+
+def test_lazy_outer_problem_takes_back_violated_networks_and_keeps_the_optimum(moons, factuals):
+    X, _, net = moons
+    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
+    for x0 in factuals:
+        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+        models = [network_layers(net)]
+        for _ in range(3):
+            xp, _, full = P.outer_problem(models, x0, V)
+            models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
+        _, _, full = P.outer_problem(models, x0, V)
+        active = [len(models) - 1]  # start from the newest network alone
+        xp, _, solves = P._outer(models, active, x0, V, margin=0.01, tighten=True, lazy=True, hull_bounds={},
+                                 solver=None, time_limit=None)
+        assert len(solves) == len(active) and sorted(set(active)) == sorted(active)
+        assert all(forward(m, xp[None])[0] >= 0.01 - 1e-6 for m in models)  # every network, checked
+        assert solves[-1].objective == pytest.approx(full.objective, abs=1e-6)

@@ -282,7 +282,8 @@ def test_the_optimum_on_fixed_instances_is_the_recorded_one(key, cuts):
     for x0, before in zip(X, RECORDED[key]):
         region = R.robust_region(model, x0, rho=0.05, norm=key[1], cuts=cuts, time_limit=120)
         assert region.converged and region.distance == pytest.approx(before, abs=2e-6)
-        assert region.scenarios >= region.iterations and region.compile_time > 0
+        assert region.scenarios >= region.iterations
+        assert all(h.master_compile_time == 0 for h in region.history)  # persistent: no modelling layer
 
 
 def test_every_adverse_leaf_of_a_tree_is_a_violated_scenario():
@@ -359,11 +360,12 @@ def test_an_unbounded_domain_for_a_linear_model_is_the_closed_form():
     assert region.converged and region.distance == pytest.approx(max(0.0, need) / np.abs(beta).max(), rel=1e-6)
 
 
-def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach():
+@pytest.mark.parametrize("reach", [0.5, 0.02])  # 0.02: the region found is farther, the box widens to it
+def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach(reach):
     X, y = _data()
     model = MLPClassifier((8,), max_iter=3000, random_state=0).fit(X, y)
     for x0 in X[:2]:
-        free = R.robust_region(model, x0, rho=0.05, lower=None, upper=None, reach=0.5, time_limit=120)
+        free = R.robust_region(model, x0, rho=0.05, lower=None, upper=None, reach=reach, time_limit=120)
         wide = R.robust_region(model, x0, rho=0.05, lower=x0 - 3, upper=x0 + 3, time_limit=120)
         assert free.converged and free.distance == pytest.approx(wide.distance, abs=1e-5)
         lo, hi = free.domain
@@ -435,11 +437,21 @@ def test_a_model_too_large_for_the_licence_falls_back_and_the_region_says_so(mon
         result.solver = "gurobi"
         return result
 
+    class RefusingGurobi(R._HighsBackend):  # the persistent master problem's Gurobi, licence-limited
+        name = "gurobi"
+
+        def solve(self, m, time_limit):
+            if m.n_cols > 60:
+                raise R._LicenceLimit("gurobi: licence too small")
+            return super().solve(m, time_limit)
+
     X, y = _data()
     model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
     plain = R.robust_region(model, X[2], rho=0.05, time_limit=60)
     monkeypatch.setattr(solvers, "choose_solver", choose)
     monkeypatch.setattr(solvers, "_solve_with", solve_with)
+    monkeypatch.setitem(R.PERSISTENT, "gurobi", RefusingGurobi)
+    monkeypatch.setattr(R, "gurobipy", R.gurobipy or object())
     region = R.robust_region(model, X[2], rho=0.05, time_limit=60, solver="gurobi")
     assert region.converged and region.distance == pytest.approx(plain.distance, abs=1e-6)
     assert region.fallback_from == "gurobi" and "highs" in region.solver and "gurobi" in region.solver
@@ -456,3 +468,37 @@ def test_gurobi_converges_to_the_open_source_optimum(model):
         assert ours.converged, ours.status
         assert ours.distance == pytest.approx(open_source.distance, abs=1e-5)
         assert R.certify_region(model, ours.x, rho=0.05, target=ours.target, n_samples=2000).certified
+
+
+# --------------------------------------------------------------------------- the persistent master problem
+
+@pytest.mark.parametrize("norm", R.NORMS)
+@pytest.mark.parametrize("model", TREE_MODELS + [LOOP_MODELS[-1]], ids=lambda m: type(m).__name__)
+def test_the_persistent_master_finds_the_optimum_of_the_cvxpy_master(model, norm, monkeypatch):
+    """Issue 12: the master problem kept alive in HiGHS (trees in x-space with shared split binaries;
+    for l-inf, adverse cells excluded by one cut each instead of a model copy per scenario) reaches the
+    optimum of the cvxpy master problem with one encoded copy per scenario, and certified regions."""
+    X, y = _data()
+    model.fit(X, y)
+    fast = [R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120) for x0 in X[:3]]
+    monkeypatch.setattr(R, "PERSISTENT", {})
+    for x0, region in zip(X[:3], fast):
+        plain = R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120)
+        assert region.converged and plain.converged
+        assert all(h.master_compile_time == 0 for h in region.history)
+        assert region.distance == pytest.approx(plain.distance, abs=2e-6)
+        assert model.predict(region.x[None])[0] == region.target
+        assert R.certify_region(model, region.x, rho=0.05, norm=norm, target=region.target, n_samples=2000).certified
+
+
+@pytest.mark.parametrize("model", TREE_MODELS[1:], ids=lambda m: type(m).__name__)
+def test_an_adverse_core_is_adverse_everywhere_and_holds_its_point(model, rng):
+    X, y = _data()
+    model.fit(X, y)
+    boxes = R.tree_boxes(model)
+    for x in rng.uniform(size=(20, 3)):
+        target = 1 - int(model.predict(x[None])[0])  # x itself is adverse for this target
+        lo, hi = R._adverse_core(boxes, x, target)
+        assert np.all(lo < x) and np.all(x <= hi)
+        inside = rng.uniform(np.maximum(lo, -0.5), np.minimum(hi, 1.5), size=(500, 3))
+        assert np.all(model.predict(inside) != target)

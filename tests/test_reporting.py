@@ -55,3 +55,17 @@ def test_missing_data_reads_not_run():
     assert reporting.every([1, 2], lambda v: v < 3) is True and reporting.every([1, 5], lambda v: v < 3) is False
     few = claim("a", paper=1, ours=1, holds=True, evidence=5, minimum=20)
     assert few.verdict == "not run" and "5 of the 20" in few.why
+
+
+def test_scale_changes_lists_only_verdicts_that_moved(tmp_path):
+    book = [claim("same", paper=1, ours=1, holds=True), claim("moved", paper=1, ours="40% (n=5)", holds=False),
+            claim("unchecked", paper=1, ours="", holds=None)]
+    path = save_chapter_results("05", book, {"scale": "book"}, folder=tmp_path)
+    paper = [claim("same", paper=1, ours=1, holds=True),
+             claim("moved", paper=1, ours="62% (n=200)", holds=True, why="more simulations"),
+             claim("unchecked", paper=1, ours=3, holds=True), claim("new", paper=1, ours=1, holds=False)]
+    changes = reporting.scale_changes(paper, path)
+    assert changes.to_dict("records") == [{"claim": "moved", "book: ours": "40% (n=5)", "book: verdict": "differs",
+                                           "paper: ours": "62% (n=200)", "paper: verdict": "reproduced",
+                                           "why": "more simulations"}]
+    assert reporting.scale_changes(paper, tmp_path / "absent.json").empty

@@ -16,7 +16,7 @@ from explainopt.experiments import ResultStore, stored_form
 
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "results" / "paper"
-SMALL_S, PER_CHAPTER, BUDGET_S = 8.0, 3, 60.0
+SMALL_S, PER_CHAPTER, BUDGET_S = 12.0, 3, 60.0
 LIMITED = {"time_limit", "iteration_limit", "no_solution", "max_iter"}
 TOLERANCE = 1e-5
 

@@ -3,7 +3,7 @@
 Command line::
 
     python -m explainopt.book run --scale smoke|book|paper [--only 01 03] [-p name value ...]
-    python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS]
+    python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS] [--grids NAME ...]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
 
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +47,8 @@ from . import chapters, reporting
 from .experiments import ROOT, Grid, chapter_cache, grid_progress, machine, parse_duration, run_grid, versions
 
 SCALES = ("smoke", "book", "paper")
+#: The scales whose verdicts are committed, ``results/<scale>/NN.json``: the book's and the paper's.
+COMMITTED = ("book", "paper")
 
 
 class ChapterFailed(RuntimeError):
@@ -92,6 +95,12 @@ class ChapterRun:
         self.record([r for r in results if isinstance(r, dict)])
         return results
 
+    def not_computed(self, what: str) -> Markdown:
+        """The sentence a chapter shows instead of `what` (a figure, a table) whose cells are missing: at the
+        paper scale, the command that computes them into the results store."""
+        how = f"run `make paper NAME={self.chapter}`" if self.scale == "paper" else "run the chapter's grids"
+        return Markdown(f"*{what}: not computed yet ({how}).*")
+
     def coverage(self) -> str:
         """"1 840 of 4 320 cells" of the grids run so far (Markdown)."""
         return f"{self.cells['computed']:,} of {self.cells['total']:,} cells".replace(",", " ")
@@ -126,6 +135,7 @@ class ChapterRun:
             "fallbacks": dict(self.fallbacks),
             "cells": dict(self.cells),
             "wall_time_s": time.perf_counter() - self.started,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
             "platform": machine(),
         }
@@ -134,8 +144,10 @@ class ChapterRun:
         """Save the claims (for the status page) and display the provenance footer."""
         prov = self.provenance()
         reporting.save_chapter_results(self.chapter, claims, prov, tables)
-        if self.scale == "paper":  # the paper-scale verdicts travel with the store they were computed from
-            reporting.save_chapter_results(self.chapter, claims, prov, folder=ROOT / "results" / "paper")
+        if self.scale in COMMITTED:  # the verdicts travel with the repository (the paper's, with their store)
+            reporting.save_chapter_results(self.chapter, claims, prov, folder=ROOT / "results" / self.scale)
+        if self.scale == "paper":
+            self.show_scale_changes(claims)
         pkgs = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
         refused = "".join(f"; {n} cells that {name} refused (licence too small) were solved by the open-source "
                           "solver" for name, n in self.fallbacks.items())
@@ -145,6 +157,27 @@ class ChapterRun:
             f"{prov['wall_time_s']:.0f} s on {prov['platform']}; {pkgs}.*"
         ))
         return prov
+
+
+    def show_scale_changes(self, claims: list) -> None:
+        """The claims whose verdict at this scale differs from the committed book-scale one, with our number
+        at each scale and this run's reason: what the larger sample changed."""
+        book = ROOT / "results" / "book" / f"{self.chapter}.json"
+        if not book.exists():
+            display(Markdown("*No book-scale verdicts are committed for this chapter (`results/book`): "
+                             f"`make chapter NAME={self.chapter}` computes them, for a comparison of the scales.*"))
+            return
+        changes = reporting.scale_changes(claims, book)
+        when = json.loads(book.read_text())["provenance"].get("date", "an earlier run")
+        if changes.empty:
+            display(Markdown(f"*No claim checked at both the book scale ({when}) and this scale changes its verdict.*"))
+            return
+        display(Markdown(
+            f"**Verdicts that move between the scales.** {len(changes)} of the claims checked at both scales "
+            f"change verdict between the book scale (`results/book/{self.chapter}.json`, {when}) and this run. "
+            "The book scale judges on a sample of the paper's grid, this run on every stored cell; our number at "
+            "each scale shows what the larger sample changed, and the reason is this run's:"))
+        display(changes)
 
 
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
@@ -221,7 +254,11 @@ def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progr
 def write_status_page(output_dir: Path) -> Path:
     """The reproduction-status page, generated from the chapters' results files: the scale this book
     was built at, and the paper scale as the committed results store last rendered it."""
-    folders = {"this build": output_dir / "results", "paper (store)": ROOT / "results" / "paper"}
+    built = output_dir / "results"
+    scales = {json.loads(p.read_text())["provenance"].get("scale") for p in built.glob("[0-9]*.json")}
+    folders = {f"{scale} (committed)": ROOT / "results" / scale for scale in COMMITTED}
+    if not scales or not scales <= set(COMMITTED):  # a smoke build: its own column beside the committed ones
+        folders = {"this build": built, **folders}
     table = reporting.status_table(folders)
     claims = reporting.claims_by_scale(folders)
     body = table.to_markdown(index=False) if len(table) else "_No chapter has been executed yet._"
@@ -279,13 +316,23 @@ def write_pages(output_dir: Path) -> None:
     write_exercise_index(output_dir)
 
 
-def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None) -> dict:
-    """Compute the cells of a chapter's grids that its results store lacks, most informative first, until
-    `budget` (seconds or ``"2h"``) is spent. Returns ``{grid: {"cells", "computed", "stale"}}`` afterwards."""
+def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
+         only: list[str] | None = None) -> dict:
+    """Compute the cells of a chapter's grids (those named in `only`, default all) that its results store
+    lacks, grid after grid in the chapter's order, most informative first, until `budget` (seconds or
+    ``"2h"``) is spent. The grids are read again after each one is filled: a grid may depend on an earlier
+    one's cells (chapter 4 draws its factuals with its stored networks). Returns ``{grid: {"cells",
+    "computed", "stale"}}`` afterwards."""
     module = chapters.module(chapter)
+    settings = chapters.settings(module.SCALES, scale)
     deadline = None if budget is None else time.monotonic() + parse_duration(budget)
     store, report = chapter_cache(chapter, scale), {}
-    for name, grid in module.grids(chapters.settings(module.SCALES, scale)).items():
+    names = list(module.grids(settings))
+    unknown = set(only or ()) - set(names)
+    if unknown:
+        raise ValueError(f"chapter {chapter} has no grid {sorted(unknown)}; its grids: {names}")
+    for name in (n for n in names if not only or n in only):
+        grid = module.grids(settings)[name]
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         if left is None or left > 0:
             run_grid(grid.func, grid.configs, cache=store, order=grid.order, budget=left, n_jobs=n_jobs,
@@ -295,9 +342,11 @@ def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, s
 
 
 def run(scale: str, only: list[str] | None = None, output_dir: Path | None = None,
-        parameters: dict | None = None, *, budget=None, n_jobs: int = -1, scheduler: str | None = None) -> list[Path]:
+        parameters: dict | None = None, *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
+        grids: list[str] | None = None) -> list[Path]:
     """Execute the chapters at `scale` into `output_dir` (default ``book/chapters``); with a `budget`,
-    first :func:`fill` their results stores (the budget is shared, chapter after chapter)."""
+    first :func:`fill` their results stores (the budget is shared, chapter after chapter; `grids`: only
+    the grids of these names)."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
     output_dir = Path(output_dir or ROOT / "book" / "chapters")
@@ -308,7 +357,7 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
         for notebook in notebooks:
             if chapters.has_grids(notebook.name[:2]):
                 report = fill(notebook.name[:2], scale, budget=max(0.0, deadline - time.monotonic()),
-                              n_jobs=n_jobs, scheduler=scheduler)
+                              n_jobs=n_jobs, scheduler=scheduler, only=grids)
                 for name, p in report.items():
                     print(f"[explainopt] {notebook.name[:2]} {name}: {p['computed']} of {p['cells']} cells stored"
                           + (f" ({p['stale']} stale)" if p["stale"] else ""), flush=True)
@@ -363,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
                                          "this long (e.g. 2h, 90m), most informative first")
     p_run.add_argument("--jobs", type=int, default=-1, help="parallel workers for --budget (-1: all cores)")
     p_run.add_argument("--scheduler", help="address of a dask.distributed scheduler to compute the cells on")
+    p_run.add_argument("--grids", nargs="+", help="with --budget: fill only these grids of the chapter "
+                                                   "(e.g. figure2 region_path)")
     p_build = sub.add_parser("build", help="build the HTML book with jupyter-book (execution off)")
     p_build.add_argument("--warnings-as-errors", action="store_true")
     p_student = sub.add_parser("student", help="a student's copy of a chapter at the smoke scale, opened in JupyterLab")
@@ -372,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         try:
             run(args.scale, args.only, args.output, {k: _parse_value(v) for k, v in args.p}, budget=args.budget,
-                n_jobs=args.jobs, scheduler=args.scheduler)
+                n_jobs=args.jobs, scheduler=args.scheduler, grids=args.grids)
         except ChapterFailed as exc:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
             return 1

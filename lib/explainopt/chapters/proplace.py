@@ -5,7 +5,9 @@ The algorithm (Algorithm 1, the exact inner problem, robust neighbours, the Tabl
 and :mod:`explainopt.counterfactuals.roar`, :mod:`explainopt.counterfactuals.proto`,
 :mod:`explainopt.counterfactuals.rbr`.
 This module holds the protocol of the authors' code: the data split (:func:`protocol_split`), the
-networks and retrained networks (:func:`train_network`, :func:`prepare`), the factuals
+networks and retrained networks (:func:`train_network`; one cell per network, :func:`network_cell`, stored
+at the paper scale so that a render trains nothing and the factual cells use exactly the stored networks;
+:func:`prepare`), the factuals
 (:func:`factual_indices`), the per-dataset settings (:data:`DELTAS`, :data:`K_NEIGHBOURS`,
 :data:`NETWORKS`, :data:`MILP_R_DELTA`, :data:`ROBX_TAU`), one cell of the experiment
 (:func:`run_factual`), the scales (:data:`SCALES`), Table 1 beside the paper's numbers
@@ -72,12 +74,13 @@ ROAR_DELTA = 0.1
 STAND_INS = {"ROAR-style": "ROAR"}
 SCALES = {  # epochs {} = the authors' epochs; retrained networks = n_both (both halves) + n_loo (leave 1 % out)
     "smoke": dict(datasets=DATASETS[:2], epochs={"carla/adult": 2, "carla/compas": 5}, n_both=1, n_loo=1,
-                  n_factuals=2, methods=METHODS, cache=False, n_inner=3, time_limit=3),
-    "book": dict(datasets=DATASETS, epochs={}, n_both=2, n_loo=2, n_factuals=8, methods=METHODS, cache=True, n_inner=8,
-                 time_limit=None),
-    "paper": dict(datasets=DATASETS, epochs={}, n_both=10, n_loo=10, n_factuals=50, methods=METHODS, cache=True,
+                  n_factuals=2, methods=METHODS, networks="train", n_inner=3, time_limit=3),
+    "book": dict(datasets=DATASETS, epochs={}, n_both=2, n_loo=2, n_factuals=8, methods=METHODS, networks="local",
+                 n_inner=8, time_limit=None),
+    "paper": dict(datasets=DATASETS, epochs={}, n_both=10, n_loo=10, n_factuals=50, methods=METHODS, networks="store",
                   n_inner=20, time_limit=None),
-}  # time_limit: seconds per MILP solve (None: to optimality); the smoke scale caps them to stay fast
+}  # time_limit: seconds per MILP solve (None: to optimality); the smoke scale caps them to stay fast;
+#  networks: where the networks come from (NETWORK_SOURCES: the paper scale's are in the results store)
 #: Fewest factuals per data set for a verdict on Table 1: with fewer, one factual moves a percentage by
 #: more than 20 points (the smoke scale runs 2, the book 8, the paper 50).
 MIN_FACTUALS = 5
@@ -128,50 +131,119 @@ def train_network(X, y, *, width: int, epochs: int, random_state: int, lr: float
     return net.double().eval()
 
 
-def train_models(dataset: str, epochs: int | None, n_both: int, n_loo: int, code_width: bool = False) -> dict:
-    """Split, network and retrained networks of one data set (module docstring); `epochs` overrides the
-    authors' epochs for every network; `code_width` retrains with the authors' code's widths
-    (:data:`RETRAINED_WIDTH_IN_CODE`) instead of the network's (the paper)."""
-    torch.set_num_threads(1)  # one core per process: the book runs on shared machines
+@functools.cache
+def protocol_data(dataset: str) -> tuple[dict, list[str]]:
+    """The scaled data set split as the authors do (:func:`protocol_split`) and its feature names (memoised)."""
     ds = load_dataset(dataset).scaled()
-    X, y = ds.X.to_numpy(float), np.asarray(ds.y, int)
-    split = protocol_split(X, y)
+    return protocol_split(ds.X.to_numpy(float), np.asarray(ds.y, int)), list(ds.feature_names)
+
+
+#: The networks of the protocol: the network on D1, retrained on D1 + D2 (both halves), retrained on D1
+#: minus a random 1 % (leave out).
+ROLES = {"model": "D1", "both": "D1 + D2 (both halves)", "loo": "D1 minus a random 1 %"}
+
+
+def training_rows(split: dict, role: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows a network of `role` (:data:`ROLES`) trains on; `seed` draws the 1 % a ``loo`` network leaves out."""
+    if role == "model":
+        return split["X1"], split["y1"]
+    if role == "both":
+        return np.vstack([split["X1"], split["X2"]]), np.r_[split["y1"], split["y2"]]
+    if role == "loo":
+        keep = np.random.default_rng(seed).permutation(len(split["X1"]))[: int(round(0.99 * len(split["X1"])))]
+        return split["X1"][keep], split["y1"][keep]
+    raise ValueError(f"role={role!r}: expected one of {list(ROLES)}")
+
+
+def network_cell(*, dataset: str, role: str, seed: int, width: int, epochs: int) -> dict:
+    """One network of the protocol (a cell of the ``networks`` grid of :func:`grids`): trained on the rows
+    of `role` (:func:`training_rows`) with torch seed `seed` and :data:`TRAINING`. Returns its layers
+    ``[[W, b], ...]`` (float64, exactly the weights :func:`as_network` rebuilds), the rows it saw and its
+    training time."""
+    torch.set_num_threads(1)  # one core per process: the book runs on shared machines
+    X, y = training_rows(protocol_data(dataset)[0], role, seed)
+    t0 = time.perf_counter()
+    net = train_network(X, y, width=width, epochs=epochs, random_state=seed, **TRAINING)
+    layers = [[layer.weight.detach().numpy().copy(), layer.bias.detach().numpy().copy()]
+              for layer in net if isinstance(layer, nn.Linear)]
+    return {"layers": layers, "rows": len(X), "train_time": time.perf_counter() - t0}
+
+
+def as_network(layers) -> nn.Sequential:
+    """The torch network (float64, eval mode) of layers ``[[W, b], ...]`` (:func:`network_cell`): linear
+    layers with ReLU between them, as :func:`train_network` builds them."""
+    modules = []
+    for W, b in layers:
+        W, b = np.asarray(W, np.float64), np.asarray(b, np.float64)
+        linear = nn.Linear(W.shape[1], W.shape[0]).double()
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(W))
+            linear.bias.copy_(torch.from_numpy(b))
+        modules += [linear, nn.ReLU()]
+    return nn.Sequential(*modules[:-1]).eval()
+
+
+def network_configs(dataset: str, epochs: int | None, n_both: int, n_loo: int, code_width: bool = False) -> list[dict]:
+    """The configurations of :func:`network_cell` for one data set: the network (the authors' width, epochs
+    and seed, :data:`NETWORKS`; `epochs` overrides the epochs of every network), then `n_both` networks
+    retrained on both halves (seeds 101...) and `n_loo` on D1 minus 1 % (seeds 3...), with the network's
+    width (the paper), or with the authors' code's widths when `code_width` (:data:`RETRAINED_WIDTH_IN_CODE`)."""
     width, ep, seed = NETWORKS[dataset]
     ep = ep if epochs is None else epochs
     rwidth = RETRAINED_WIDTH_IN_CODE.get(dataset, width) if code_width else width
-    t0 = time.perf_counter()
-    model = train_network(split["X1"], split["y1"], width=width, epochs=ep, random_state=seed, **TRAINING)
-    both_X, both_y = np.vstack([split["X1"], split["X2"]]), np.r_[split["y1"], split["y2"]]
-    retrained, how = [], []
-    for s in range(101, 101 + n_both):
-        retrained.append(train_network(both_X, both_y, width=rwidth, epochs=ep, random_state=s, **TRAINING))
-        how.append(dict(data="D1 + D2 (both halves)", rows=len(both_X), seed=s))
-    for s in range(3, 3 + n_loo):
-        keep = np.random.default_rng(s).permutation(len(split["X1"]))[: int(round(0.99 * len(split["X1"])))]
-        retrained.append(train_network(split["X1"][keep], split["y1"][keep], width=rwidth, epochs=ep, random_state=s,
-                                       **TRAINING))
-        how.append(dict(data="D1 minus a random 1 %", rows=len(keep), seed=s))
-    for h, m in zip(how, retrained):
-        h |= dict(width=rwidth, epochs=ep, **TRAINING,
-                  accuracy=float((model_predict(m, split["X1_test"]) == split["y1_test"]).mean()))
-    return dict(split=split, model=model, retrained=retrained, retraining=how, width=width, epochs=ep,
-                train_time=time.perf_counter() - t0,
-                accuracy=float((model_predict(model, split["X1_test"]) == split["y1_test"]).mean()),
-                columns=list(ds.feature_names))
+    return ([dict(dataset=dataset, role="model", seed=seed, width=width, epochs=ep)]
+            + [dict(dataset=dataset, role="both", seed=s, width=rwidth, epochs=ep) for s in range(101, 101 + n_both)]
+            + [dict(dataset=dataset, role="loo", seed=s, width=rwidth, epochs=ep) for s in range(3, 3 + n_loo)])
+
+
+#: Where the networks of a scale come from: trained in the process (``train``), the local pickle cache of
+#: the chapter (``local``), or the committed results store (``store``, the paper scale: a network not in
+#: it is not trained by a render).
+NETWORK_SOURCES = ("train", "local", "store")
+
+
+def network_cache(networks: str):
+    """The cache of :data:`NETWORK_SOURCES` `networks`: none, the chapter's local cache, or its results store."""
+    if networks not in NETWORK_SOURCES:
+        raise ValueError(f"networks={networks!r}: expected one of {NETWORK_SOURCES}")
+    return {"train": None, "local": experiments.cache_dir(CHAPTER),
+            "store": experiments.ResultStore.of_chapter(CHAPTER)}[networks]
+
+
+def assemble(dataset: str, configs: list[dict], cells: list[dict]) -> dict:
+    """A prepared data set from its :func:`network_cell` results (`configs` beside them, the network first):
+    split, network, retrained networks, how each was retrained, test accuracies on D1's test part."""
+    split, columns = protocol_data(dataset)
+    model, retrained = as_network(cells[0]["layers"]), [as_network(c["layers"]) for c in cells[1:]]
+    def accuracy(m):
+        return float((model_predict(m, split["X1_test"]) == split["y1_test"]).mean())
+    how = [dict(data=ROLES[c["role"]], rows=cell["rows"], seed=c["seed"], width=c["width"], epochs=c["epochs"],
+                **TRAINING, accuracy=accuracy(m)) for c, cell, m in zip(configs[1:], cells[1:], retrained)]
+    return dict(split=split, model=model, retrained=retrained, retraining=how, width=configs[0]["width"],
+                epochs=configs[0]["epochs"], train_time=float(sum(c["train_time"] for c in cells)),
+                accuracy=accuracy(model), columns=columns)
 
 
 @functools.cache
-def prepare(dataset: str, epochs: int | None = None, n_both: int = 10, n_loo: int = 10, cache: bool = False,
+def prepare(dataset: str, epochs: int | None = None, n_both: int = 10, n_loo: int = 10, networks: str = "train",
             code_width: bool = False) -> dict:
-    """:func:`train_models`, memoised in the process and, with `cache`, stored in the chapter's cache."""
-    config = dict(dataset=dataset, epochs=epochs, n_both=n_both, n_loo=n_loo, code_width=code_width)
-    return experiments.cached_call(train_models, config, experiments.cache_dir(CHAPTER) if cache else None)
+    """Split, network and retrained networks of one data set (module docstring; :func:`assemble`), memoised
+    in the process; the networks come from `networks` (:data:`NETWORK_SOURCES`). Raises LookupError (not
+    memoised) when a network is not in the results store yet (``networks="store"``: ``make paper NAME=04``
+    trains and stores them)."""
+    configs = network_configs(dataset, epochs, n_both, n_loo, code_width)
+    cells = experiments.run_grid(network_cell, configs, cache=network_cache(networks), progress=False,
+                                 missing="skip" if networks == "store" else "compute")
+    if any(c is None for c in cells):
+        raise LookupError(f"{sum(c is None for c in cells)} of the {len(cells)} networks of {dataset} are not in "
+                          "the results store yet: fill its 'networks' grid first (make paper NAME=04)")
+    return assemble(dataset, configs, cells)
 
 
 @functools.cache
-def robust_neighbours(dataset: str, epochs: int | None, n_both: int, n_loo: int, cache: bool) -> RobustNeighbours:
+def robust_neighbours(dataset: str, epochs: int | None, n_both: int, n_loo: int, networks: str) -> RobustNeighbours:
     """The Delta-robust class-1 points of D1 for the network of :func:`prepare` (memoised)."""
-    prep = prepare(dataset, epochs, n_both, n_loo, cache)
+    prep = prepare(dataset, epochs, n_both, n_loo, networks)
     return RobustNeighbours(prep["model"], prep["split"]["X1"], delta=DELTAS[dataset])
 
 
@@ -268,34 +340,72 @@ def run_methods(prep: dict, neighbours: RobustNeighbours, index: int, *, dataset
 
 
 def run_factual(dataset: str, index: int, epochs: int | None, n_both: int, n_loo: int, methods: tuple,
-                solver: str | None = None, cache: bool = False, factuals_from: str = FACTUALS_FROM,
+                solver: str | None = None, networks: str = "train", factuals_from: str = FACTUALS_FROM,
                 time_limit: float | None = None) -> dict:
     """The cell function of :func:`explainopt.experiments.run_grid`: :func:`run_methods` on one factual
-    (`factuals_from` names the pool `index` points into, so that cached cells of another pool never match)."""
+    (`factuals_from` names the pool `index` points into, so that cached cells of another pool never match;
+    `networks`: where the networks come from, :data:`NETWORK_SOURCES`: at the paper scale exactly the
+    stored ones)."""
     if factuals_from != FACTUALS_FROM:
         raise ValueError(f"factuals_from must be {FACTUALS_FROM!r}, got {factuals_from!r}")
-    prep = prepare(dataset, epochs, n_both, n_loo, cache)
-    neighbours = robust_neighbours(dataset, epochs, n_both, n_loo, cache)
+    prep = prepare(dataset, epochs, n_both, n_loo, networks)
+    neighbours = robust_neighbours(dataset, epochs, n_both, n_loo, networks)
     return run_methods(prep, neighbours, index, dataset=dataset, methods=methods, solver=solver, time_limit=time_limit)
 
 
-def grids(settings: dict, *, solver=None, preps: dict | None = None) -> dict[str, experiments.Grid]:
-    """The chapter's grid: one cell per (data set, factual) of `settings` (a scale's settings), the cell
-    function :func:`run_factual`. The factuals are drawn from the prepared networks (`preps`, prepared
-    here when not given). Order for a budgeted run: the first factual of every data set, then the second,
-    ..., so that a partial store holds a few factuals of each data set rather than one data set whole."""
-    preps = preps or {ds: prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"],
-                                  settings["cache"]) for ds in settings["datasets"]}
-    configs, ranks = [], []
+def preps_of(settings: dict) -> dict:
+    """``{dataset: prepared data set}`` of a scale's settings (:func:`prepare`; None for a data set whose
+    networks are not in the results store yet)."""
+    preps = {}
     for ds in settings["datasets"]:
-        for rank, i in enumerate(factual_indices(preps[ds], settings["n_factuals"])):
-            configs.append(dict(dataset=ds, index=int(i), epochs=settings["epochs"].get(ds),
-                                n_both=settings["n_both"], n_loo=settings["n_loo"],
-                                methods=tuple(settings["methods"]), solver=solver, cache=settings["cache"],
-                                factuals_from=FACTUALS_FROM, time_limit=settings.get("time_limit")))
+        try:
+            preps[ds] = prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"],
+                                settings["networks"])
+        except LookupError:
+            preps[ds] = None
+    return preps
+
+
+def grids(settings: dict, *, solver=None, preps: dict | None = None,
+          random_state: int = 0) -> dict[str, experiments.Grid]:
+    """The chapter's grids at `settings` (a scale's settings), in the order a budgeted run fills them:
+
+    ``networks`` (:func:`network_cell`: every network and retrained network of every data set, the factual
+    cells' models), ``inner`` (:func:`inner_cell`: the check of the inner problem on the toy network and each
+    data set's network), ``factuals`` (:func:`run_factual`: one cell per data set and factual) and
+    ``solvers`` (:func:`solver_cell`: PROPLACE with HiGHS and Gurobi on two factuals per data set; no cell
+    unless Gurobi is licensed, :func:`comparison_solvers`).
+
+    The networks of the data sets that train fastest (rows x epochs) come first: each data set whose
+    networks are all stored unlocks its factuals. The factuals are drawn with the prepared networks
+    (`preps`, :func:`preps_of` when not given): a data set whose networks are not stored yet (the paper
+    scale) has no factual cell until they are. Order of the factuals for a budgeted run: the first factual
+    of every data set, then the second, ..., so that a partial store holds a few factuals of each data set
+    rather than one data set whole. `random_state`: the toy's seed and the probe points' of the inner check."""
+    preps = preps_of(settings) if preps is None else preps
+    shared = dict(n_both=settings["n_both"], n_loo=settings["n_loo"], networks=settings["networks"])
+    networks = [c for ds in settings["datasets"]
+                for c in network_configs(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"])]
+    inner = [dict(net=net, n=settings["n_inner"], epochs=settings["epochs"].get(net), **shared, solver=solver,
+                  random_state=random_state) for net in ["toy", *settings["datasets"]]]
+    configs, ranks, compared = [], [], []
+    for ds in (d for d in settings["datasets"] if preps.get(d) is not None):
+        chosen = factual_indices(preps[ds], settings["n_factuals"])
+        for rank, i in enumerate(chosen):
+            configs.append(dict(dataset=ds, index=int(i), epochs=settings["epochs"].get(ds), **shared,
+                                methods=tuple(settings["methods"]), solver=solver, factuals_from=FACTUALS_FROM,
+                                time_limit=settings.get("time_limit")))
             ranks.append(rank)
+        compared += [dict(dataset=ds, index=int(i), requested=name, epochs=settings["epochs"].get(ds), **shared)
+                     for i in chosen[:COMPARED_FACTUALS] for name in comparison_solvers(solver)]
     order = sorted(range(len(configs)), key=lambda k: (ranks[k], k))
-    return {"factuals": experiments.Grid(run_factual, configs, order=order)}
+    cost = {c["dataset"]: len(protocol_data(c["dataset"])[0]["X1"]) * c["epochs"]
+            for c in networks if c["role"] == "model"}
+    first = sorted(range(len(networks)), key=lambda k: (cost[networks[k]["dataset"]], k))
+    return {"networks": experiments.Grid(network_cell, networks, order=first),
+            "inner": experiments.Grid(inner_cell, inner),
+            "factuals": experiments.Grid(run_factual, configs, order=order),
+            "solvers": experiments.Grid(solver_cell, compared)}
 
 
 def by_dataset(grid: experiments.Grid, cells: list) -> tuple[dict, dict]:
@@ -372,7 +482,7 @@ def table1(preps: dict, indices: dict, results: dict, methods) -> pd.DataFrame:
 
 def ours(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of Table 1 this run computed (not the paper-only ones)."""
-    return table[~table["method"].str.endswith(NOT_RUN)]
+    return table[~table["method"].astype(str).str.endswith(NOT_RUN)]
 
 
 def tradeoff_figure(table: pd.DataFrame):
@@ -449,12 +559,21 @@ class Toy:
     result: ProplaceResult
 
 
-def toy_example(*, random_state: int = 0, solver=None, delta: float = 0.05, k: int = 8) -> Toy:
-    """Two moons (300 points, noise 0.2) in [0, 1]^2, a 2x8 ReLU network, the factual predicted 0 nearest
-    (l1) to (0.55, 0.6), its k Delta-robust neighbours and PROPLACE on them."""
+#: Delta of the toy network's model shifts.
+TOY_DELTA = 0.05
+
+
+def toy_network(random_state: int = 0) -> tuple[np.ndarray, np.ndarray, nn.Sequential]:
+    """Two moons (300 points, noise 0.2) in [0, 1]^2 and a 2x8 ReLU network trained on them: (X, y, network)."""
     X, y = make_moons(300, noise=0.2, random_state=random_state)
     X = (X - X.min(0)) / (X.max(0) - X.min(0))
-    model = train_network(X, y, width=8, epochs=30, random_state=random_state)
+    return X, y, train_network(X, y, width=8, epochs=30, random_state=random_state)
+
+
+def toy_example(*, random_state: int = 0, solver=None, delta: float = TOY_DELTA, k: int = 8) -> Toy:
+    """The toy of :func:`toy_network`, the factual predicted 0 nearest (l1) to (0.55, 0.6), its k
+    Delta-robust neighbours and PROPLACE on them."""
+    X, y, model = toy_network(random_state)
     neighbours = RobustNeighbours(model, X, delta=delta)
     negative = X[model_predict(model, X) == 0]
     x0 = negative[np.argmin(np.abs(negative - [0.55, 0.6]).sum(1))]
@@ -518,23 +637,30 @@ def probe_points(model, X, *, delta: float, n: int) -> np.ndarray:
     return (1 - a) * F + a * np.array([neighbours.query(x, 1)[0] for x in F])
 
 
-def inner_probes(toy: Toy, preps: dict, n: int, *, random_state: int = 0) -> dict:
-    """``{name: (model, points, delta)}``: `n` uniform points for the toy network, :func:`probe_points` for
-    each data set's network."""
-    probes = {"toy": (toy.model, np.random.default_rng(random_state).uniform(0, 1, (n, 2)), toy.delta)}
-    return probes | {short(ds): (p["model"], probe_points(p["model"], p["split"]["X1"], delta=DELTAS[ds], n=n), DELTAS[ds])
-                     for ds, p in preps.items()}
+def inner_cell(*, net: str, n: int, epochs: int | None, n_both: int, n_loo: int, networks: str, solver=None,
+               random_state: int = 0) -> list[dict]:
+    """One network of the check of the inner problem (a cell of the ``inner`` grid of :func:`grids`):
+    :func:`compare_worst_cases` at `n` points, uniform ones for the toy network (`net` ``"toy"``,
+    :func:`toy_network`), :func:`probe_points` for a data set's network (:func:`prepare`). Rows with ``net``."""
+    if net == "toy":
+        model, delta = toy_network(random_state)[2], TOY_DELTA
+        X = np.random.default_rng(random_state).uniform(0, 1, (n, 2))
+    else:
+        prep = prepare(net, epochs, n_both, n_loo, networks)
+        model, delta = prep["model"], DELTAS[net]
+        X = probe_points(model, prep["split"]["X1"], delta=delta, n=n)
+    return [dict(net=short(net), **r) for r in compare_worst_cases(model, X, delta=delta, solver=solver)]
 
 
-def inner_problem_check(networks: dict, *, solver=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`compare_worst_cases` on ``{name: (model, points, delta)}``.
+INNER_COLUMNS = ["net", "exact MILP", "MILP objective", "IBP lower bound", "local search (PGD)", "random shifts",
+                 "MILP time s", "solver", "fallback_from"]
 
-    Returns the rows and a per-network summary. A row is ``exact`` when the MILP's objective equals the
-    recovered network's forward pass, no local search or random shift beats it, and the interval bound
-    does not exceed it.
-    """
-    rows = pd.DataFrame([dict(net=name, **r) for name, (model, X, delta) in networks.items()
-                         for r in compare_worst_cases(model, X, delta=delta, solver=solver)])
+
+def inner_problem_frame(rows: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of :func:`compare_worst_cases` (with ``net``; e.g. :func:`inner_cell` cells, joined) and a
+    per-network summary. A row is ``exact`` when the MILP's objective equals the recovered network's
+    forward pass, no local search or random shift beats it, and the interval bound does not exceed it."""
+    rows = pd.DataFrame(list(rows)) if len(rows) else pd.DataFrame(columns=INNER_COLUMNS)
     rows["exact − IBP"] = rows["exact MILP"] - rows["IBP lower bound"]
     rows["local − exact"] = rows["local search (PGD)"] - rows["exact MILP"]
     rows["random − exact"] = rows["random shifts"] - rows["exact MILP"]
@@ -547,6 +673,12 @@ def inner_problem_check(networks: dict, *, solver=None) -> tuple[pd.DataFrame, p
         ibp_strictly_looser=("exact − IBP", lambda s: int((s > TOLERANCE).sum())),
         mean_exact_minus_ibp=("exact − IBP", "mean"), mean_milp_time_s=("MILP time s", "mean"))
     return rows, summary
+
+
+def inner_problem_check(networks: dict, *, solver=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`inner_problem_frame` of :func:`compare_worst_cases` on ``{name: (model, points, delta)}``."""
+    return inner_problem_frame([dict(net=name, **r) for name, (model, X, delta) in networks.items()
+                                for r in compare_worst_cases(model, X, delta=delta, solver=solver)])
 
 
 # ------------------------------------------------------------------ Algorithm 1 in practice
@@ -587,22 +719,37 @@ def comparison_solvers(solver) -> tuple[str, ...]:
     return ()
 
 
-def solver_comparison(preps: dict, indices: dict, *, solver_names=("highs", "gurobi"), n_factuals: int = 2) -> pd.DataFrame:
-    """PROPLACE on the first `n_factuals` of each data set with each solver in turn (same instances, one
-    run). ``requested`` is the solver asked for, ``solver`` those that solved (a model a size-limited
-    licence refuses is solved by the open-source solver: ``fallback_from`` names the refusing one)."""
+#: Factuals per data set of the solver comparison.
+COMPARED_FACTUALS = 2
+
+
+def solver_row(prep: dict, neighbours: RobustNeighbours, dataset: str, index: int, requested: str) -> dict:
+    """PROPLACE with solver `requested` on factual `index` of a prepared data set: ``requested`` is the
+    solver asked for, ``solver`` those that solved (a model a size-limited licence refuses is solved by the
+    open-source solver: ``fallback_from`` names the refusing one)."""
+    x0 = factuals(prep)[index]
+    vertices = plausible_vertices(x0, neighbours.query(x0, K_NEIGHBOURS.get(dataset, 20)))
+    r = proplace(prep["model"], x0, vertices, delta=DELTAS[dataset], solver=requested)
+    return dict(dataset=dataset, index=int(index), requested=requested, solver=r.solver, fallback_from=r.fallback_from,
+                status=r.status, iterations=r.iterations, outer_s=r.outer_time, inner_s=r.inner_time, l1=r.distance)
+
+
+def solver_cell(*, dataset: str, index: int, requested: str, epochs: int | None, n_both: int, n_loo: int,
+                networks: str) -> dict:
+    """One row of the solver comparison (a cell of the ``solvers`` grid of :func:`grids`): :func:`solver_row`
+    on the prepared data set (:func:`prepare`)."""
+    prep = prepare(dataset, epochs, n_both, n_loo, networks)
+    return solver_row(prep, robust_neighbours(dataset, epochs, n_both, n_loo, networks), dataset, index, requested)
+
+
+def solver_comparison(preps: dict, indices: dict, *, solver_names=("highs", "gurobi"),
+                      n_factuals: int = COMPARED_FACTUALS) -> pd.DataFrame:
+    """:func:`solver_row` on the first `n_factuals` of each data set with each solver in turn (same
+    instances, one run)."""
     rows = []
     for ds, prep in preps.items():
-        model, X1 = prep["model"], prep["split"]["X1"]
-        neighbours = RobustNeighbours(model, X1, delta=DELTAS[ds])
-        for i in indices[ds][:n_factuals]:
-            x0 = factuals(prep)[i]
-            vertices = plausible_vertices(x0, neighbours.query(x0, K_NEIGHBOURS.get(ds, 20)))
-            for name in solver_names:
-                r = proplace(model, x0, vertices, delta=DELTAS[ds], solver=name)
-                rows.append(dict(dataset=ds, index=int(i), requested=name, solver=r.solver, fallback_from=r.fallback_from,
-                                 status=r.status, iterations=r.iterations, outer_s=r.outer_time, inner_s=r.inner_time,
-                                 l1=r.distance))
+        neighbours = RobustNeighbours(prep["model"], prep["split"]["X1"], delta=DELTAS[ds])
+        rows += [solver_row(prep, neighbours, ds, i, name) for i in indices[ds][:n_factuals] for name in solver_names]
     return pd.DataFrame(rows)
 
 
@@ -910,9 +1057,11 @@ __all__ = [
     "claim_wce_least_robust", "FACTUALS_FROM", "RETRAINED_WIDTH_IN_CODE", "ROAR_DELTA", "ROBUST_BASELINES", "ROBUST_VDELTA",
     "ROBUST_VR", "TRAINING", "factuals", "least_robust_datasets", "lowest_l1_datasets", "paper_accuracy",
     "retraining_table", "robust_datasets", "closer_methods", "compare_worst_cases", "comparison_solvers", "delta_sweep",
-    "factual_indices", "inner_probes", "inner_problem_check", "methods_not_run", "networks_table", "ours",
-    "paper_only_rows", "paper_table1", "plot_delta_slider", "prepare", "probe_points", "proplace_log", "protocol_split", "robust_neighbours",
+    "factual_indices", "inner_cell", "inner_problem_check", "inner_problem_frame", "methods_not_run", "networks_table", "ours",
+    "paper_only_rows", "paper_table1", "plot_delta_slider", "prepare", "preps_of", "network_cell", "network_configs",
+    "as_network", "assemble", "network_cache", "NETWORK_SOURCES", "ROLES", "training_rows", "protocol_data",
+    "solver_cell", "solver_row", "toy_network", "probe_points", "proplace_log", "protocol_split", "robust_neighbours",
     "by_dataset", "grids", "run_factual", "run_methods", "solver_comparison", "summary", "table1",
-    "table1_rows", "timing_table", "toy_example", "toy_figure", "toy_iterations", "tradeoff_figure", "train_models",
+    "table1_rows", "timing_table", "toy_example", "toy_figure", "toy_iterations", "tradeoff_figure",
     "train_network",
 ]

@@ -18,10 +18,11 @@ The experiments of the paper, re-run on the algorithm of :mod:`explainopt.counte
   :func:`single_leaf_table` (the heuristic against Algorithm 1, for which the paper gives no numbers);
 * the checks behind each of the paper's claims (``claim_*``, all of them by :func:`paper_claims`), which
   read *not run* when their data are missing;
-* the figures: Figures 2 and 6 (:func:`tree_iterations`, :func:`figure_tree_iterations`), Figure 5
+* the figures: Figures 2 and 6 (:func:`tree_run`, a cell per tree, :func:`figure_tree_iterations`), Figure 5
   (:func:`figure_single_leaf`), Figure 7 (:func:`figure_convergence`), with captions computed from the run,
-  and the interactive figure of the regions as the radius moves (:func:`region_path`,
-  :func:`plot_region_slider`).
+  and the interactive figure of the regions as the radius moves (:func:`path_region`, a cell per method and
+  radius, assembled by :func:`region_path`; :func:`plot_region_slider`). Their cells are grids like the
+  tables', so the paper scale renders them from the results store.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
 from ..counterfactuals.adversarial_recourse import adversarial_recourse
-from ..counterfactuals.regions import RobustRegion, certify_region, robust_region, single_leaf_region, tree_boxes
+from ..counterfactuals.regions import certify_region, robust_region, single_leaf_region, tree_boxes
 from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
@@ -240,7 +241,10 @@ def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int
     the smaller grids first, the 4320 cells of Tables 1-2 (paper scale) last.
 
     ``accuracies`` (:func:`model_accuracy`, Table 4), ``single_leaf`` (:func:`single_leaf_instance`: the
-    heuristic for the decision-tree cells of ``regions``, closed form), ``figure7`` (:func:`region_instance`
+    heuristic for the decision-tree cells of ``regions``, closed form), ``figure2`` (:func:`tree_run`: Figures
+    2 and 6, one cell per tree depth of :data:`FIGURE2_DEPTHS`, the first drawn banknote factual),
+    ``region_path`` (:func:`path_region`: the interactive figure and Figure 5, one cell per method and radius
+    of ``slider_rhos``), ``figure7`` (:func:`region_instance`
     with the radius of every master solution, the first drawn diabetes factual, box of radius 0.05),
     ``table3`` (:func:`baseline_instance`) and ``regions`` (:func:`region_instance`: Tables 1-2, every norm,
     radius, model, dataset and drawn factual). Cells come factual-major (every configuration's first
@@ -271,11 +275,22 @@ def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int
                     random_state=seed, time_limit=S["figure_time_limit"], n_samples=n_samples, track_radius=True)
                for m in S["figure7"]]
     accuracies = [dict(dataset=d, model=m, random_state=seed) for d in S["datasets"] for m in S["models"]]
+    first = factual_indices("banknote", 1, random_state=seed)[0]
+    figure2 = [dict(depth=depth, index=first, rho=0.05, time_limit=S["figure_time_limit"], solver=solver,
+                    random_state=seed) for depth in FIGURE2_DEPTHS]
+    path = [dict(method=m, rho=r, index=first, depth=PATH_DEPTH, random_state=seed, solver=solver,
+                 time_limit=S["figure_time_limit"], n_samples=PATH_SAMPLES) for m in PATH_METHODS for r in S["slider_rhos"]]
     return {"accuracies": Grid(model_accuracy, accuracies, order=list(range(len(accuracies)))),
             "single_leaf": Grid(single_leaf_instance, single, order=_instance_major(single, rank)),
+            "figure2": Grid(tree_run, figure2, order=list(range(len(figure2)))),
+            "region_path": Grid(path_region, path, order=list(range(len(path)))),
             "figure7": Grid(region_instance, figure7, order=list(range(len(figure7)))),
             "table3": Grid(baseline_instance, table3, order=_instance_major(table3, rank)),
             "regions": Grid(region_instance, regions, order=_instance_major(regions, rank))}
+
+
+#: The decision trees of Figures 2 and 6 (depth 3, and the overfitted depth 10).
+FIGURE2_DEPTHS = (3, 10)
 
 
 def rows(results) -> list[dict]:
@@ -319,6 +334,19 @@ def run_convergence(settings: dict, *, solver=None, random_state: int = 0, n_sam
     drawn diabetes factual, box of radius 0.05)."""
     return rows(_run("figure7", settings, solver=solver, random_state=random_state, n_samples=n_samples,
                      n_jobs=n_jobs))
+
+
+def run_tree_iterations(settings: dict, *, solver=None, random_state: int = 0, n_jobs: int = 1) -> list[dict]:
+    """Figures 2 and 6: the ``figure2`` grid of :func:`grids` (:func:`tree_run` per tree depth)."""
+    return rows(_run("figure2", settings, solver=solver, random_state=random_state, n_samples=0, n_jobs=n_jobs))
+
+
+def run_region_path(settings: dict, *, solver=None, random_state: int = 0, n_jobs: int = 1) -> dict:
+    """The interactive figure and Figure 5: the ``region_path`` grid of :func:`grids`, assembled by
+    :func:`region_path`."""
+    cells = _run("region_path", settings, solver=solver, random_state=random_state, n_samples=0, n_jobs=n_jobs)
+    return region_path(cells, index=factual_indices("banknote", 1, random_state=random_state)[0],
+                       random_state=random_state)
 
 
 def run_single_leaf(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
@@ -698,63 +726,64 @@ def paper_claims(frame: pd.DataFrame, summary: pd.DataFrame, frame3: pd.DataFram
 
 # =========================================================================== figures
 
-def plot_region_iterations(model, region: RobustRegion, x0, *, ax=None, resolution: int = 300,
-                           lower=0.0, upper=1.0, title: str = ""):
-    """Figure 2/6: the classes of a 2-D model, the factual and every master solution with its box/ball."""
+def plot_region_iterations(model, run: dict, *, ax=None, resolution: int = 300, lower=0.0, upper=1.0,
+                           title: str = ""):
+    """Figure 2/6: the classes of a 2-D model, the factual and every master solution with its box/ball
+    (`run`: a :func:`tree_run` cell)."""
     ax = ax or plt.gca()
     g = np.linspace(lower, upper, resolution)
     xx, yy = np.meshgrid(g, g)
     pred = model_predict(model, np.c_[xx.ravel(), yy.ravel()]).reshape(xx.shape)
-    ax.contourf(xx, yy, pred != region.target, levels=[-0.5, 0.5, 1.5], colors=["white", "#F4B6A6"])
-    ax.plot(*np.asarray(x0)[:2], "k*", ms=12, label="factual")
-    cmap = plt.get_cmap("viridis")
-    for h in region.history:
-        c = cmap(h.iteration / max(1, len(region.history)))
-        if region.norm == "linf":
-            ax.add_patch(Rectangle(h.x - region.rho, 2 * region.rho, 2 * region.rho, fill=False, ec=c, lw=1.5))
+    ax.contourf(xx, yy, pred != run["target"], levels=[-0.5, 0.5, 1.5], colors=["white", "#F4B6A6"])
+    ax.plot(*np.asarray(run["x0"])[:2], "k*", ms=12, label="factual")
+    cmap, rho = plt.get_cmap("viridis"), run["rho"]
+    for h in run["history"]:
+        c, x = cmap(h["iteration"] / max(1, len(run["history"]))), np.asarray(h["x"])
+        if run["norm"] == "linf":
+            ax.add_patch(Rectangle(x - rho, 2 * rho, 2 * rho, fill=False, ec=c, lw=1.5))
         else:
-            ax.add_patch(Circle(h.x, region.rho, fill=False, ec=c, lw=1.5))
-        ax.plot(*h.x, "o", color=c, ms=4)
-        ax.annotate(str(h.iteration), h.x, textcoords="offset points", xytext=(3, 3), fontsize=8, color=c)
+            ax.add_patch(Circle(x, rho, fill=False, ec=c, lw=1.5))
+        ax.plot(*x, "o", color=c, ms=4)
+        ax.annotate(str(h["iteration"]), x, textcoords="offset points", xytext=(3, 3), fontsize=8, color=c)
     ax.set(xlim=(lower, upper), ylim=(lower, upper), aspect="equal", title=title,
            xlabel="feature 1 (scaled)", ylabel="feature 2 (scaled)")
     return ax
 
 
-def tree_iterations(*, depths=(3, 10), rho: float = 0.05, time_limit: float = 1000.0, solver=None,
-                    random_state: int = 0, index: int | None = None) -> list[dict]:
-    """Figures 2 and 6: Algorithm 1 (box of radius `rho`) on decision trees of the given `depths` fitted to
-    the first two banknote features (:func:`two_feature_tree`), for row `index` (default: the first drawn
-    factual, :func:`factual_indices`). One dict per depth: depth, model, x0, region."""
-    if index is None:
-        index = factual_indices("banknote", 1, random_state=random_state)[0]
-    runs = []
-    for depth in depths:
-        X2, _, tree = two_feature_tree(depth, random_state=random_state)
-        region = robust_region(tree, X2[index], rho=rho, norm="linf", solver=solver, time_limit=time_limit)
-        runs.append({"depth": depth, "model": tree, "x0": X2[index], "region": region})
-    return runs
+def tree_run(*, depth: int, index: int, rho: float = 0.05, time_limit: float = 1000.0, solver=None,
+             random_state: int = 0) -> dict:
+    """One panel of Figures 2 and 6 (a cell of the ``figure2`` grid of :func:`grids`): Algorithm 1 (box of
+    radius `rho`) on the decision tree of `depth` fitted to the first two banknote features
+    (:func:`two_feature_tree`), for row `index`. A flat dict: depth, index, x0, rho, norm, target, status,
+    iterations, early_stop, rho_bar, time, solver, fallback_from, history (iteration, x, distance)."""
+    X2, _, tree = two_feature_tree(depth, random_state=random_state)
+    region = robust_region(tree, X2[index], rho=rho, norm="linf", solver=solver, time_limit=time_limit)
+    return {"depth": depth, "index": index, "x0": X2[index].tolist(), "rho": rho, "norm": region.norm,
+            "target": region.target, "status": region.status, "iterations": region.iterations,
+            "early_stop": region.early_stop, "rho_bar": region.rho_bar, "time": region.time, "solver": region.solver,
+            "fallback_from": region.fallback_from,
+            "history": [{"iteration": h.iteration, "x": np.asarray(h.x).tolist(), "distance": h.distance}
+                        for h in region.history]}
 
 
-def figure_tree_iterations(runs: list[dict]):
-    """Figures 2 and 6 from :func:`tree_iterations`: one panel per tree."""
+def figure_tree_iterations(runs: list[dict], *, random_state: int = 0):
+    """Figures 2 and 6 from :func:`tree_run` cells: one panel per tree (refitted: a two-feature tree is cheap)."""
     fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4.8))
     for ax, run in zip(np.atleast_1d(axes), runs):
-        region = run["region"]
-        stop = f" (ρ̄={region.rho_bar:.3f})" if region.early_stop else ""
-        plot_region_iterations(run["model"], region, run["x0"], ax=ax,
-                               title=f"depth {run['depth']}: {region.iterations} iterations, {region.status}{stop}")
+        stop = f" (ρ̄={run['rho_bar']:.3f})" if run["early_stop"] else ""
+        plot_region_iterations(two_feature_tree(run["depth"], random_state=random_state)[2], run, ax=ax,
+                               title=f"depth {run['depth']}: {run['iterations']} iterations, {run['status']}{stop}")
     return fig
 
 
 def tree_iterations_caption(runs: list[dict]) -> str:
-    """The caption of Figures 2 and 6, with the iterations each tree needed in this run."""
-    panels = "; ".join(f"depth {r['depth']}: {r['region'].iterations} iterations ({r['region'].status})" for r in runs)
+    """The caption of Figures 2 and 6, with the iterations each tree needed in this run (:func:`tree_run` cells)."""
+    panels = "; ".join(f"depth {r['depth']}: {r['iterations']} iterations ({r['status']})" for r in runs)
     deep, shallow = max(runs, key=lambda r: r["depth"]), min(runs, key=lambda r: r["depth"])
-    more = deep["region"].iterations - shallow["region"].iterations
+    more = deep["iterations"] - shallow["iterations"]
     compared = "more" if more > 0 else "as many" if more == 0 else "fewer"
     return (f"*Algorithm 1 on decision trees fitted to the first two banknote features (variance, skewness), box of "
-            f"radius {deep['region'].rho} around each master solution, numbered by iteration; red: the other class "
+            f"radius {deep['rho']} around each master solution, numbered by iteration; red: the other class "
             f"(cf. Figures 2 and 6 of the paper). In this run, {panels}: the depth-{deep['depth']} tree needed "
             f"{compared} iterations than the depth-{shallow['depth']} tree (the paper: the overfitted tree needs "
             "more).*")
@@ -821,45 +850,55 @@ def convergence_caption(runs: list[dict]) -> str:
 
 #: The regions of the interactive figure: Algorithm 1 with the box, with the ball, and the single-leaf heuristic.
 PATH_METHODS = {"box": ("linf", "exact"), "ball": ("l2", "exact"), "single leaf": ("linf", "single_leaf")}
+#: Sampled points of each region's certificate in the interactive figure.
+PATH_SAMPLES = 2000
+#: Depth of the two-feature tree of the interactive figure and of Figure 5.
+PATH_DEPTH = 5
 
 
-def region_path(*, rhos, depth: int = 5, index: int | None = None, random_state: int = 0, solver=None,
-                time_limit: float = 60.0, n_samples: int = 2000, resolution: int = 121) -> dict:
-    """The data of the interactive figure: on the two-feature tree (:func:`two_feature_tree`) and the factual
-    `index` (default: the first drawn, :func:`factual_indices`), the robust region of every radius in `rhos`
-    by Algorithm 1 with the box and with the ball, and by the single-leaf heuristic (eqs. 36-39), each
-    certified with `n_samples` points; and the tree's classes on a `resolution` x `resolution` grid.
-
-    Returns a dict: x0, target, index, depth, grid (the axis values), adverse (grid cells of the other class,
-    rows along feature 2), leaves (the leaf boxes clipped to [0, 1], as (lo, hi) lists), runs ({method: [{rho, x, distance, status, iterations, certified}]}) and solver."""
-    if index is None:
-        index = factual_indices("banknote", 1, random_state=random_state)[0]
+def path_region(*, method: str, rho: float, index: int, depth: int = PATH_DEPTH, random_state: int = 0, solver=None,
+                time_limit: float = 60.0, n_samples: int = PATH_SAMPLES) -> dict:
+    """One region of the interactive figure and of Figure 5 (a cell of the ``region_path`` grid of
+    :func:`grids`): on the two-feature tree (:func:`two_feature_tree`) and banknote row `index`, the robust
+    region of radius `rho` by `method` (:data:`PATH_METHODS`: Algorithm 1 with the box or the ball, or the
+    single-leaf heuristic of eqs. 36-39), certified with `n_samples` points. A flat dict: method, rho, x,
+    distance, status, iterations, certified, solver."""
+    norm, how = PATH_METHODS[method]
     X2, _, tree = two_feature_tree(depth, random_state=random_state)
     x0 = X2[index]
-    runs, used = {}, set()
-    for name, (norm, method) in PATH_METHODS.items():
-        runs[name] = []
-        for rho in rhos:
-            if method == "exact":
-                region = robust_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0, solver=solver,
-                                       time_limit=time_limit)
-            else:
-                region = single_leaf_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0)
-            used.update(region.solver.split("+"))
-            cert = None if region.x is None else certify_region(
-                tree, region.x, rho=rho if region.rho_bar is None else region.rho_bar, norm=norm, target=region.target, n_samples=n_samples,
-                random_state=random_state + index, solver=solver)
-            runs[name].append({"rho": float(rho), "x": None if region.x is None else np.asarray(region.x).tolist(),
-                               "distance": region.distance, "status": region.status,
-                               "iterations": region.iterations, "certified": bool(cert and cert.certified)})
+    if how == "exact":
+        region = robust_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0, solver=solver, time_limit=time_limit)
+    else:
+        region = single_leaf_region(tree, x0, rho=rho, norm=norm, lower=0.0, upper=1.0)
+    cert = None if region.x is None else certify_region(
+        tree, region.x, rho=rho if region.rho_bar is None else region.rho_bar, norm=norm, target=region.target,
+        n_samples=n_samples, random_state=random_state + index, solver=solver)
+    return {"method": method, "rho": float(rho), "x": None if region.x is None else np.asarray(region.x).tolist(),
+            "distance": region.distance, "status": region.status, "iterations": region.iterations,
+            "certified": bool(cert and cert.certified), "solver": region.solver}
+
+
+def region_path(cells: list, *, index: int, depth: int = PATH_DEPTH, random_state: int = 0,
+                resolution: int = 121) -> dict | None:
+    """The data of the interactive figure from :func:`path_region` cells (every method and radius; None when
+    one is missing, e.g. not yet in the paper-scale store), with the tree's picture recomputed (cheap): x0,
+    target, index, depth, grid (the axis values), adverse (grid cells of the other class, rows along feature
+    2), leaves (the leaf boxes clipped to [0, 1], as (lo, hi) lists), runs ({method: [cell, ...]} by radius)
+    and solver."""
+    if not cells or any(c is None for c in cells):
+        return None
+    X2, _, tree = two_feature_tree(depth, random_state=random_state)
+    x0 = X2[index]
+    runs = {name: sorted((c for c in cells if c["method"] == name), key=lambda c: c["rho"]) for name in PATH_METHODS}
     target = int(1 - model_predict(tree, x0)[0])
     g = np.linspace(0.0, 1.0, resolution)
     xx, yy = np.meshgrid(g, g)
     adverse = (model_predict(tree, np.c_[xx.ravel(), yy.ravel()]) != target).reshape(xx.shape)
     boxes = tree_boxes(tree)
     leaves = [(np.clip(lo, 0, 1).tolist(), np.clip(hi, 0, 1).tolist()) for lo, hi in zip(boxes.lo[0], boxes.hi[0])]
+    used = {s for c in cells for s in str(c["solver"]).split("+")} - {"closed form", ""}
     return {"x0": x0.tolist(), "target": target, "index": index, "depth": depth, "grid": g, "adverse": adverse,
-            "leaves": leaves, "runs": runs, "solver": "+".join(sorted(used - {"closed form", ""})) or "closed form"}
+            "leaves": leaves, "runs": runs, "solver": "+".join(sorted(used)) or "closed form"}
 
 
 def leaf_outlines(leaves) -> tuple[list, list]:

@@ -14,6 +14,11 @@ A counterfactual ``x'`` of a factual ``x0`` (predicted class 0) is sought that i
 Algorithm 1 (:func:`proplace`) alternates an *outer* MILP (eq. 5: nearest point of the hull valid, by a
 logit margin, for every model collected in ``Delta'``, one encoded copy per model) and an *inner*
 problem (eq. 6: the worst-case shifted model at the current ``x'``) until the worst case is still valid.
+Every outer problem adds constraints to the previous one, yet most of its networks are slack at the
+optimum: each outer MILP holds only the networks binding at the previous iterate and the new worst
+case, and its solution is checked against the others by forward passes; a violated one is added and
+the MILP solved again (:func:`_outer`). An optimum of this relaxation that satisfies every network is
+an optimum of eq. 5, so the outer problems keep their optima while holding one or two networks.
 
 Inner problem as a MILP (:func:`worst_case_model`). The paper states eq. 6 with the weights as
 variables, a bilinear program. With the input ``x' >= 0`` fixed every layer's input ``h >= 0``, so
@@ -204,7 +209,8 @@ class ProplaceResult(Counterfactual):
     re-solve failed numerically: the nearest Delta-robust vertex is returned), 'max_iter', or the
     failing solver status. distance: normalised l1; valid / delta_valid: re-checked with model_predict
     and IntervalNetwork; worst_case: the exact worst-case logit at x over Delta; interval_lower: the IBP
-    bound; history: (x', worst-case logit, IBP lower bound) per iteration."""
+    bound; history: (x', worst-case logit, IBP lower bound) per iteration; outer_solves: MILPs solved for
+    the outer problems (more than the iterations where a lazy outer problem took a network back)."""
 
     distance: float | None = None
     valid: bool = False
@@ -212,6 +218,7 @@ class ProplaceResult(Counterfactual):
     worst_case: float | None = None
     interval_lower: float | None = None
     iterations: int = 0
+    outer_solves: int = 0
     outer_time: float = 0.0
     inner_time: float = 0.0
     lambdas: np.ndarray | None = None
@@ -229,32 +236,38 @@ def _hull_bounds(layers, V, lo, hi, *, cached: bool):
 
 
 def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval: IntervalNetwork | None = None,
-                  interval_margin: float = 1e-4, tighten: bool = True, solver=None, time_limit=None):
+                  interval_margin: float = 1e-4, tighten: bool = True, hull_bounds: list | None = None,
+                  solver=None, time_limit=None):
     """Eq. 5: nearest point of the convex hull of `vertices` valid (logit >= margin) for every network
     in `models` (layers lists); optionally also Delta-robust by the exact interval MILP (lower bound
-    >= `interval_margin`, a small margin against the solver's feasibility tolerance). The big-M bounds
-    of every network come from LP bound tightening over the hull (:func:`_hull_bounds`; interval bounds
-    over the vertices' box alone with ``tighten=False``): they leave the feasible set, hence the optimum,
-    unchanged. Returns (x', lambda, SolveResult) with x' None when no
-    solution was found."""
+    >= `interval_margin`, a small margin against the solver's feasibility tolerance).
+
+    Big-M bounds: LP bound tightening over the hull (:func:`_hull_bounds`; interval bounds over the
+    vertices' box alone with ``tighten=False``), or `hull_bounds` where given (one entry per network of
+    `models`, then one for `interval`; None entries are computed): they leave the feasible set, hence
+    the optimum, unchanged. Returns (x', lambda, SolveResult) with x' None when no solution was found.
+    """
     x0 = np.asarray(x0, float)
     V = _rows(vertices)
     lam = cp.Variable(len(V), nonneg=True, name="lambda")
     xp = V.T @ lam
     lo, hi = V.min(axis=0), V.max(axis=0)
     cons = [cp.sum(lam) == 1]
-    for k, layers in enumerate(models):
-        bounds = _hull_bounds(layers, V, lo, hi, cached=k == 0) if tighten else None
-        out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
-        cons += c + [out >= margin]
+    networks, margins = list(models), [margin] * len(models)
     if interval is not None:
         if (lo < 0).any():
             raise ValueError("interval networks need non-negative inputs: the vertices must be >= 0")
-        last = len(interval.layers) - 1
-        layers = [(W[:1], b[:1]) if k == last else (W, b) for k, (W, b) in enumerate(interval.layers)]
-        bounds = _hull_bounds(layers, V, lo, hi, cached=True) if tighten else None
+        networks.append(interval_output_layers(interval))
+        margins.append(interval_margin)
+    given = list(hull_bounds or [])
+    given += [None] * (len(networks) - len(given))
+    for k, layers in enumerate(networks):
+        bounds = given[k]
+        if tighten and bounds is None:  # the first network and the interval network recur: memoised bounds
+            bounds = _hull_bounds(layers, V, lo, hi, cached=k in (0, len(models)))
+        bounds = bounds if tighten else None
         out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
-        cons += c + [out >= interval_margin]
+        cons += c + [out >= margins[k]]
     problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
     res = solvers.solve(problem, solver=solver, time_limit=time_limit)
     if not res.has_solution or lam.value is None:
@@ -264,29 +277,79 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
     return V.T @ lv, lv, res
 
 
+def interval_output_layers(interval: IntervalNetwork) -> list:
+    """The layers of `interval`'s doubled network with the lower bound of the logit as the only output."""
+    last = len(interval.layers) - 1
+    return [(W[:1], b[:1]) if k == last else (W, b) for k, (W, b) in enumerate(interval.layers)]
+
+
+#: Logit shortfall below the margin that a solution of eq. 5 may show on a network left out of the MILP
+#: (:func:`_outer`): the MILP solver's own feasibility tolerance allows as much on the networks it holds.
+FEASIBILITY_TOL = 1e-7
+
+
+#: Logit slack above the margin within which a network of eq. 5 counts as binding at a solution.
+BINDING = 1e-3
+
+
+def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_bounds, solver, time_limit):
+    """Eq. 5 over every network of `models`, solved over the networks of `active` (indices, grown in place)
+    alone as long as its solution violates none of the others (checked by forward passes): a relaxation
+    whose optimum satisfies every constraint is the optimum. ``lazy=False``: every network at once.
+    `hull_bounds` (a dict: index -> big-M bounds, -1 for `interval`) memoises :func:`_hull_bounds`.
+    Returns (x', lambda, [SolveResult, ...])."""
+    solves = []
+    lo, hi = V.min(axis=0), V.max(axis=0)
+    for i in range(-1 if interval is not None else 0, len(models)):
+        if tighten and i not in hull_bounds:
+            layers = interval_output_layers(interval) if i < 0 else models[i]
+            hull_bounds[i] = _hull_bounds(layers, V, lo, hi, cached=i <= 0)
+    if not lazy:
+        active[:] = range(len(models))
+    while True:
+        bounds = [hull_bounds.get(i) for i in active] + [hull_bounds.get(-1)]
+        xp, lam, res = outer_problem([models[i] for i in active], x0, V, margin=margin, interval=interval,
+                                     tighten=tighten, hull_bounds=bounds, solver=solver, time_limit=time_limit)
+        solves.append(res)
+        if xp is None:
+            return xp, lam, solves
+        left = [i for i in range(len(models)) if i not in active]
+        logits = np.array([forward(models[i], xp[None])[0] for i in left])
+        if not left or logits.min() >= margin - FEASIBILITY_TOL:
+            return xp, lam, solves
+        active.append(left[int(np.argmin(logits))])
+
+
 def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_iter: int = 30, certify: bool = True,
-             tighten: bool = True, solver=None, time_limit=None) -> ProplaceResult:
+             tighten: bool = True, lazy: bool = True, solver=None, time_limit=None) -> ProplaceResult:
     """Algorithm 1 of PROPLACE over the plausible region with the given `vertices` (factual first).
 
     Repeats outer (eq. 5) / inner (eq. 6, exact MILP) until the worst-case shifted model still gives
     class 1. The paper's Definition 7 test (interval lower bound >= 0) is looser than the true worst
     case; with ``certify`` a converged x' that fails it is re-solved once with the exact interval MILP
-    as an extra constraint, so every returned counterfactual passes Definition 7. `tighten`: LP-tightened
-    big-M bounds in the outer problems (:func:`outer_problem`; the optimum is the same either way).
+    as an extra constraint, so every returned counterfactual passes Definition 7.
+
+    Options that change how the outer problems are solved, never their optimum: `tighten`, big-M
+    bounds from LP bound tightening over the hull (once per network); `lazy`, each outer problem
+    holds only the networks binding at the previous iterate and the new worst case, and takes back
+    any other network its solution violates (:func:`_outer`).
     """
     start = time.perf_counter()
     x0 = np.asarray(x0, float).ravel()
-    models = [network_layers(model)]
+    V = _rows(vertices)
+    models, active = [network_layers(model)], [0]
     result = ProplaceResult(None, "max_iter", 0.0, "")
-    solves = []
+    solves, hull_bounds = [], {}
+    options = dict(margin=margin, tighten=tighten, lazy=lazy, hull_bounds=hull_bounds, solver=solver,
+                   time_limit=time_limit)
     for it in range(1, max_iter + 1):
-        xp, lam, res = outer_problem(models, x0, vertices, margin=margin, tighten=tighten, solver=solver,
-                                     time_limit=time_limit)
-        solves.append(res)
-        result.outer_time += res.solve_time
+        xp, lam, outer = _outer(models, active, x0, V, **options)
+        solves += outer
+        result.outer_time += sum(r.solve_time for r in outer)
+        result.outer_solves += len(outer)
         result.iterations = it
         if xp is None:
-            result.status = res.status
+            result.status = outer[-1].status
             break
         wc = worst_case_model(model, xp, delta=delta, solver=solver, time_limit=time_limit)
         solves.append(wc)
@@ -297,15 +360,17 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
             result.status = "optimal"
             break
         models.append(wc.layers)
+        if lazy:  # keep the networks binding at x' (the others are checked, and come back if violated)
+            active[:] = [i for i in active if forward(models[i], xp[None])[0] <= margin + BINDING]
+        active.append(len(models) - 1)
     if result.status == "optimal" and certify and not delta_robust(model, result.x, delta=delta)[0]:
-        xp, lam, res = outer_problem(models, x0, vertices, margin=margin, interval=IntervalNetwork(model, delta=delta),
-                                     tighten=tighten, solver=solver, time_limit=time_limit)
-        solves.append(res)
-        result.outer_time += res.solve_time
+        xp, lam, outer = _outer(models, active, x0, V, interval=IntervalNetwork(model, delta=delta), **options)
+        solves += outer
+        result.outer_time += sum(r.solve_time for r in outer)
+        result.outer_solves += len(outer)
         if xp is not None and delta_robust(model, xp, delta=delta)[0]:
             result.x, result.lambdas, result.status = xp, lam, "certified"
         else:  # numerically borderline: fall back to the nearest Delta-robust vertex (a robust neighbour)
-            V = _rows(vertices)
             ok = np.flatnonzero(delta_robust(model, V, delta=delta) & (model_predict(model, V) == 1))
             if ok.size:
                 j = ok[np.argmin(np.abs(V[ok] - x0).sum(axis=1))]
@@ -362,5 +427,5 @@ def evaluate(model, factuals, counterfactuals, *, delta: float, retrained=(), lo
 
 __all__ = [
     "LofScorer", "ProplaceResult", "RobustNeighbours", "WorstCase", "brute_force_worst_case", "evaluate",
-    "l1_distance", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
+    "interval_output_layers", "l1_distance", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
 ]
