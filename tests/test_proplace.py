@@ -34,6 +34,14 @@ def factuals(moons):
     return X[model_predict(net, X) == 0][:3]
 
 
+@pytest.fixture(scope="module")
+def plausible(moons, factuals):
+    """The fixed instances: each factual with the vertices of its plausible region (k = 8)."""
+    X, _, net = moons
+    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
+    return [(x0, P.plausible_vertices(x0, neighbours.query(x0, 8))) for x0 in factuals]
+
+
 def test_trained_network_is_accurate_and_encodable(moons):
     X, y, net = moons
     assert isinstance(net, nn.Sequential)
@@ -178,11 +186,9 @@ def _outer_with_interval_bounds(models, x0, V, margin=0.01):
     return solvers.solve(cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)).objective
 
 
-def test_outer_problem_with_lp_bounds_keeps_the_optimum(moons, factuals):
-    X, _, net = moons
-    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
-    for x0 in factuals:
-        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+def test_outer_problem_with_lp_bounds_keeps_the_optimum(moons, plausible):
+    _, _, net = moons
+    for x0, V in plausible:
         models = [network_layers(net)]
         for _ in range(3):  # the base network, then worst-case networks as Algorithm 1 adds them
             xp, _, res = P.outer_problem(models, x0, V)
@@ -192,12 +198,10 @@ def test_outer_problem_with_lp_bounds_keeps_the_optimum(moons, factuals):
             models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
 
 
-def test_lazy_outer_problems_keep_the_distance(moons, factuals):
+def test_lazy_outer_problems_keep_the_distance(moons, plausible):
     """Lazy networks change the outer problems' size, never Algorithm 1's result (fixed instances)."""
-    X, _, net = moons
-    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
-    for x0 in factuals:
-        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+    _, _, net = moons
+    for x0, V in plausible:
         before = P.proplace(net, x0, V, delta=DELTA, lazy=False)
         after = P.proplace(net, x0, V, delta=DELTA, lazy=True)
         assert after.valid and after.delta_valid and model_predict(net, after.x[None])[0] == 1
@@ -206,11 +210,9 @@ def test_lazy_outer_problems_keep_the_distance(moons, factuals):
         assert after.outer_solves >= after.iterations
 
 
-def test_lazy_outer_problem_takes_back_violated_networks_and_keeps_the_optimum(moons, factuals):
-    X, _, net = moons
-    neighbours = P.RobustNeighbours(net, X, delta=DELTA)
-    for x0 in factuals:
-        V = P.plausible_vertices(x0, neighbours.query(x0, 8))
+def test_lazy_outer_problem_takes_back_violated_networks_and_keeps_the_optimum(moons, plausible):
+    _, _, net = moons
+    for x0, V in plausible:
         models = [network_layers(net)]
         for _ in range(3):
             xp, _, full = P.outer_problem(models, x0, V)
