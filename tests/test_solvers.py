@@ -155,3 +155,16 @@ def test_gurobi_size_limited_licence_is_a_clear_status():
     assert refused.status == "licence_limit" and "3000 variables" in refused.message
     res = solve(problem, solver="gurobi")
     assert res.status == "optimal" and res.solver == "highs" and res.fallback_from == "gurobi"
+
+
+def test_solver_options_in_the_solvers_own_names_reach_the_solver():
+    A = np.random.default_rng(0).random((30, 20))
+
+    def problem():
+        x = cp.Variable(20)
+        return cp.Problem(cp.Minimize(cp.sum(x)), [A @ x >= 1, x >= 0])
+
+    assert solve(problem(), solver="highs").status == "optimal"
+    stopped = solve(problem(), solver="highs", options={"simplex_iteration_limit": 0, "presolve": "off"})
+    assert stopped.status == "no_solution"
+    assert solve(problem(), solver="clarabel", options={"max_iter": 1}).status == "time_limit"

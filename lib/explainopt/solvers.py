@@ -227,6 +227,7 @@ def solve(
     fallback: bool = True,
     verbose: bool = False,
     warm_start: bool = True,
+    options: dict | None = None,
 ) -> SolveResult:
     """Solve `problem` with the chosen solver and return a :class:`SolveResult`.
 
@@ -244,11 +245,13 @@ def solve(
         solver its last solution as a start (HiGHS: the MIP's incumbent where it is feasible; a fresh
         problem object has none). Re-solving one problem object whose data changed only through cvxpy
         Parameters also skips its compilation (cvxpy caches it per problem object).
+    options : solver-specific options in the solver's own names (e.g. ``{"mip_heuristic_effort": 0}``
+        for HiGHS), applied over the ones above to the solver that runs; a fallback solver gets none.
     """
     kind = problem_class(problem)
     name = choose_solver(kind, solver)
     result = _solve_with(problem, name, kind, time_limit=time_limit, mip_gap=mip_gap, threads=threads,
-                         bounded=bounded, verbose=verbose, warm_start=warm_start)
+                         bounded=bounded, verbose=verbose, warm_start=warm_start, options=options)
     if result.status == LICENCE_LIMIT and fallback:
         log.info(result.message)
         refused = result
@@ -275,8 +278,8 @@ _STATUS = {
 
 
 def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, verbose,
-                warm_start=True) -> SolveResult:
-    options = _options(name, time_limit, mip_gap, threads)
+                warm_start=True, options=None) -> SolveResult:
+    options = _options(name, time_limit, mip_gap, threads) | dict(options or {})
     if name == "gurobi" and not bounded:
         options["reoptimize"] = True  # INF_OR_UNBD: cvxpy re-solves with DualReductions=0
     start = time.perf_counter()
