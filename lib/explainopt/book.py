@@ -156,8 +156,6 @@ class ChapterRun:
             f"*Provenance: scale `{prov['scale']}`{grid}, solvers {prov['solvers']}{refused}, wall time "
             f"{prov['wall_time_s']:.0f} s on {prov['platform']}; {pkgs}.*"
         ))
-        return prov
-
 
     def show_scale_changes(self, claims: list) -> None:
         """The claims whose verdict at this scale differs from the committed book-scale one, with our number
