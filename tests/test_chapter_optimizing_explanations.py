@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from explainopt import attributions as A
 from explainopt import experiments
 from explainopt import reporting as R
 from explainopt.chapters import optimizing_explanations as CH
@@ -428,3 +429,13 @@ def test_lessons_say_whether_rougher_gradients_agree_less():
     assert "too few functions" in sentence({"x^3": 0.4, "sin x": 0.6})
     assert "Steep or oscillatory" not in CH.lessons(solved_table([1.0]), EMPTY, EMPTY, EMPTY, EMPTY,
                                                      solvers=["clarabel"], tie_rtol=1e-6)
+
+
+def test_a_stored_cell_leaves_out_the_grid_and_from_cells_restores_it():
+    cell = CH.explanation_cell("x^3", 2, radius=2.5, metric=A.METRICS[0])
+    assert not set(CH.DERIVED) & set(cell)
+    restored, = CH.from_cells([cell, None])
+    direct = CH.optimize_explanations("x^3", 2, radius=2.5, metric=A.METRICS[0])
+    np.testing.assert_array_equal(restored.X, direct.X)
+    np.testing.assert_allclose(restored.gradients, direct.gradients)
+    np.testing.assert_allclose(restored.explanations, direct.explanations, atol=1e-6)

@@ -263,17 +263,28 @@ def experiment_configs(functions: Sequence[str], dimensions: Sequence[int], radi
 DIMENSION_ORDER = (4, 2, 3, 1)
 
 
+#: Fields of a result that :func:`explanation_cell` leaves out of the store: the grid and its gradients follow
+#: from (function, D), and :func:`from_cells` computes them again.
+DERIVED = ("X", "gradients")
+
+
 def explanation_cell(function: str, dimension: int, *, radius: float, metric: str, pointwise: bool = False,
                      solver: str | None = None) -> dict:
     """One cell of the chapter's grid as a results store keeps it (JSON values and NumPy arrays): the fields
-    of :func:`optimize_explanations`'s result, which :func:`from_cells` turns back into results."""
-    return dict(vars(optimize_explanations(function, dimension, radius=radius, metric=metric, pointwise=pointwise,
-                                           solver=solver)))
+    of :func:`optimize_explanations`'s result but the :data:`DERIVED` ones, which :func:`from_cells` restores."""
+    result = optimize_explanations(function, dimension, radius=radius, metric=metric, pointwise=pointwise,
+                                   solver=solver)
+    return {key: value for key, value in vars(result).items() if key not in DERIVED}
 
 
 def from_cells(cells: Sequence[dict | None]) -> list[ExplanationResult]:
     """The results of :func:`explanation_cell` cells, skipping cells not computed (None)."""
-    return [ExplanationResult(**cell) for cell in cells if cell is not None]
+    return [_from_cell(cell) for cell in cells if cell is not None]
+
+
+def _from_cell(cell: dict) -> ExplanationResult:
+    X = grid(cell["dimension"])
+    return ExplanationResult(**cell, X=X, gradients=get_function(cell["function"]).gradient(X))
 
 
 def grids(S: dict, *, solver: str | None = "auto") -> dict[str, experiments.Grid]:
