@@ -28,7 +28,8 @@ from collections import OrderedDict
 
 import cvxpy as cp
 import numpy as np
-from scipy.optimize import linprog
+import highspy
+import scipy.sparse as sp
 from sklearn.neural_network import MLPClassifier
 
 from .. import solvers
@@ -153,18 +154,52 @@ def _intersect(a, b):
     return [(np.maximum(la, lb), np.minimum(ua, ub)) for (la, ua), (lb, ub) in zip(a, b)]
 
 
-def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
+class _relaxation:
+    """One LP ``{v : A_ub v <= b_ub, A_eq v = b_eq, lower <= v <= upper}`` in a HiGHS model kept alive
+    across objectives: each :meth:`minimum` changes the costs alone and starts from the last basis."""
+
+    def __init__(self, A_ub, b_ub, A_eq, b_eq, lower, upper):
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.n = lower.size
+        inf = highspy.kHighsInf
+        self.h.addVars(self.n, np.where(np.isfinite(lower), lower, -inf), np.where(np.isfinite(upper), upper, inf))
+        rows = [(np.vstack(A_ub), np.full(len(b_ub), -inf), np.asarray(b_ub, float))] if A_ub else []
+        rows += [(np.vstack(A_eq), np.asarray(b_eq, float), np.asarray(b_eq, float))] if A_eq else []
+        for A, lo, hi in rows:
+            A = sp.csr_matrix(A)
+            self.h.addRows(A.shape[0], lo, hi, A.nnz, A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32),
+                           A.data)
+
+    def minimum(self, c) -> float | None:
+        """min of ``c . v`` over the LP, or None where HiGHS does not prove an optimum."""
+        self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.asarray(c, float))
+        self.h.run()
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        return float(self.h.getInfo().objective_function_value)
+
+    def maximum(self, c) -> float | None:
+        low = self.minimum(-np.asarray(c, float))
+        return None if low is None else -low
+
+
+def lp_bounds(layers, lower, upper, *, vertices=None, ball=None, bounds=None,
               tol: float = 1e-6) -> list[tuple[np.ndarray, np.ndarray]]:
     """Optimization-based bound tightening: bounds ``(l, u)`` of every layer's pre-activations over the
     input domain, each hidden neuron's from two LPs (min and max of its pre-activation over the triangle
     relaxation of the layers below, built from their already tightened bounds), layer by layer.
 
     The domain is the box [lower, upper], or with `vertices` the convex hull of their rows (which must
-    lie in the box); layer 0 is then exact (min/max over the vertices). `bounds` (sound bounds from
+    lie in the box); layer 0 is then exact (min/max over the vertices). `ball` ``(center, radius)``
+    intersects the domain with the l1 ball ``||x - center||_1 <= radius`` (e.g. around a factual, of the
+    radius of a known counterfactual, which contains the nearest one); layer 0 is then tightened by
+    LPs too. The caller vouches that the ball contains every point it encodes. `bounds` (sound bounds from
     elsewhere, e.g. :func:`network_bounds` of a larger box) are intersected in. The LP relaxation contains
     every point of the network on the domain, so the bounds are sound; each LP optimum is widened by
     ``tol (1 + |value|)`` against the LP solver's tolerances. The last layer's bounds are propagated by
-    intervals from the last hidden layer's. Solved with scipy's HiGHS (dual simplex).
+    intervals from the last hidden layer's. Solved with HiGHS, one model per layer whose objective alone
+    changes from neuron to neuron (warm-started simplex, :class:`_relaxation`).
     """
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
     if vertices is not None:
@@ -177,6 +212,15 @@ def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
         var_lo, var_hi = [lo.copy()], [hi.copy()]
         A_eq, b_eq = [], []
     A_ub, b_ub = [], []
+    if ball is not None:  # t >= |P v - center|, sum t <= radius, with t appended to the LP variables
+        center, radius = np.asarray(ball[0], float), float(ball[1])
+        d, m = P.shape
+        A_eq = [np.hstack([a, np.zeros((1, d))]) for a in A_eq]
+        A_ub = [np.hstack([P, -np.eye(d)]), np.hstack([-P, -np.eye(d)]), np.r_[np.zeros(m), np.ones(d)][None]]
+        b_ub = list(center) + list(-center) + [radius]
+        var_lo.append(np.zeros(d))
+        var_hi.append(np.full(d, np.inf))
+        P = np.hstack([P, np.zeros((d, d))])
     out = []
     H = P  # the map from the LP variables to the current layer's input
     for k, (W, b) in enumerate(layers):
@@ -195,21 +239,14 @@ def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
         if k == len(layers) - 1:
             out.append((l, u))
             return out
-        if k > 0:
-            Aub = np.vstack(A_ub) if A_ub else None
-            Aeq = np.vstack(A_eq) if A_eq else None
-            box = list(zip(np.concatenate(var_lo), np.concatenate(var_hi)))
+        if k > 0 or ball is not None:
+            lp = _relaxation(A_ub, b_ub, A_eq, b_eq, np.concatenate(var_lo), np.concatenate(var_hi))
             for j in np.flatnonzero((l < 0) & (u > 0)):
-                for sign in (1.0, -1.0):
-                    res = linprog(-sign * Z[j], A_ub=Aub, b_ub=b_ub if A_ub else None, A_eq=Aeq,
-                                  b_eq=b_eq if A_eq else None, bounds=box, method="highs")
-                    if res.status != 0:
-                        continue
-                    value = -res.fun * sign + b[j] if sign > 0 else res.fun + b[j]
-                    if sign > 0:
-                        u[j] = min(u[j], value + tol * (1 + abs(value)))
-                    else:
-                        l[j] = max(l[j], value - tol * (1 + abs(value)))
+                low, high = lp.minimum(Z[j]), lp.maximum(Z[j])
+                if high is not None:
+                    u[j] = min(u[j], high + b[j] + tol * (1 + abs(high + b[j])))
+                if low is not None:
+                    l[j] = max(l[j], low + b[j] - tol * (1 + abs(low + b[j])))
         out.append((l, u))
         # Add this layer's activations h (n new variables) with the triangle relaxation.
         n = W.shape[0]
@@ -248,14 +285,15 @@ def _key(*arrays) -> str:
     return digest.hexdigest()
 
 
-def network_bounds(layers, lower, upper, *, vertices=None) -> list[tuple[np.ndarray, np.ndarray]]:
+def network_bounds(layers, lower, upper, *, vertices=None, ball=None) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`lp_bounds`, memoised per (network, domain): computed once per network and box (e.g. the
     data's) and reused by every encoding of that network over that box. Returns copies."""
     layers = network_layers(layers)
     parts = [a for W, b in layers for a in (W, b)] + [lower, upper] + ([] if vertices is None else [vertices])
+    parts += [] if ball is None else [ball[0], [ball[1]]]
     key = _key(*parts)
     if key not in _BOUND_CACHE:
-        _BOUND_CACHE[key] = lp_bounds(layers, lower, upper, vertices=vertices)
+        _BOUND_CACHE[key] = lp_bounds(layers, lower, upper, vertices=vertices, ball=ball)
         if len(_BOUND_CACHE) > _BOUND_CACHE_SIZE:
             _BOUND_CACHE.popitem(last=False)
     _BOUND_CACHE.move_to_end(key)
@@ -268,7 +306,7 @@ def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None,
     Big-M bounds: interval propagation over the box, intersected with `bounds` (sound bounds of every
     layer's pre-activations over a domain containing every `x` the caller allows) and, with
     ``tighten="lp"``, with :func:`network_bounds` over the box (LP bound tightening, memoised per network
-    and box; `solver` is accepted for compatibility: the LPs are solved by scipy's HiGHS).
+    and box; `solver` is accepted for compatibility: the LPs are solved by HiGHS).
     Returns (output expression, constraints, variables, pre-activation bounds per layer).
     """
     if tighten not in TIGHTENING:
