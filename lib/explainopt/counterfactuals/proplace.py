@@ -51,7 +51,7 @@ from sklearn.neighbors import KDTree, LocalOutlierFactor
 
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
-from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer
+from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer, segment_points
 from .base import Counterfactual
 
 
@@ -241,20 +241,22 @@ def _hull_bounds(layers, V, lo, hi, *, cached: bool, ball=None):
 
 
 def _robust_ball(model, x0, V, *, delta: float, margin: float):
-    """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance of the nearest vertex of `V` with
-    an interval lower bound >= `margin` (Definition 5), or None without one. Such a vertex gives every
-    network of Delta a logit >= `margin`, so it is feasible in every outer problem (eq. 5) of Algorithm 1:
-    each of their optima lies in the ball, and big-M bounds over the hull and the ball keep them."""
-    ok = interval_lower(model, V, delta=delta) >= margin
-    if not ok.any():
+    """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance of the nearest point of the hull
+    of `V` known with an interval lower bound >= `margin` (Definition 5): on the segments from `x0` to the
+    vertices (:func:`~explainopt.encoders.networks.segment_points`), or None without one. Such a point
+    gives every network of Delta a logit >= `margin`, so it is feasible in every outer problem (eq. 5)
+    of Algorithm 1: each of their optima lies in the ball, and big-M bounds over the hull and the ball
+    keep them."""
+    points = segment_points(x0, V, lambda X: interval_lower(model, X, delta=delta) >= margin)
+    if not len(points):
         return None
-    radius = float(np.abs(V[ok] - x0).sum(axis=1).min())
+    radius = float(np.abs(points - x0).sum(axis=1).min())
     return x0, radius + 1e-6 * max(1.0, radius)  # widened against the LP solver's tolerances
 
 
 def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval: IntervalNetwork | None = None,
                   interval_margin: float = INTERVAL_MARGIN, tighten: bool = True, hull_bounds: list | None = None,
-                  cutoff: float | None = None, sub_mips: bool = False, solver=None, time_limit=None):
+                  ball=None, cutoff: float | None = None, sub_mips: bool = False, solver=None, time_limit=None):
     """Eq. 5: nearest point of the convex hull of `vertices` valid (logit >= margin) for every network
     in `models` (layers lists); optionally also Delta-robust by the exact interval MILP (lower bound
     >= `interval_margin`, a small margin against the solver's feasibility tolerance).
@@ -262,8 +264,10 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
     Big-M bounds: LP bound tightening over the hull (:func:`_hull_bounds`; interval bounds over the
     vertices' box alone with ``tighten=False``), or `hull_bounds` where given (one entry per network of
     `models`, then one for `interval`; None entries are computed): they leave the feasible set, hence
-    the optimum, unchanged. `cutoff`: the distance of a known feasible point (:func:`_incumbent`), an
-    upper bound of the optimum given to the solver as an objective cutoff (:func:`_cutoff_options`); a
+    the optimum, unchanged. `ball` ``(x0, r)``: bounds computed over the hull and this l1 ball (which
+    must contain the optimum, :func:`_robust_ball`) hold there alone, so x' is constrained to it.
+    `cutoff`: the distance of a known feasible point (:func:`_incumbent`), an
+    upper bound of the optimum given to the solver as an objective cutoff (:func:`_solver_options`); a
     solve that finds nothing below it is repeated without. `sub_mips`: the MILP solver's sub-MIP
     heuristics (:func:`_solver_options`). Neither changes the feasible set, hence the optimum.
     Returns (x', lambda, SolveResult) with x' None when no solution was found.
@@ -289,6 +293,8 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
         bounds = bounds if tighten else None
         out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
         cons += c + [out >= margins[k]]
+    if ball is not None:  # big-M bounds computed over the hull and this ball hold there alone
+        cons.append(cp.norm1(xp - ball[0]) <= ball[1])
     problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
     res = solvers.solve(problem, solver=solver, time_limit=time_limit,
                         options=_solver_options(solver, cutoff=cutoff, sub_mips=sub_mips))
@@ -322,12 +328,13 @@ def _solver_options(solver, *, cutoff: float | None = None, sub_mips: bool = Tru
 
 
 def _incumbent(networks: list, margins: list, x0, V) -> float | None:
-    """The least distance from `x0` of a vertex of `V` valid for every network of `networks` (layers
-    lists, each with its margin): a feasible point of eq. 5, hence an upper bound of its optimum."""
-    ok = np.ones(len(V), bool)
-    for layers, m in zip(networks, margins):
-        ok &= forward(layers, V) >= m
-    return float(np.abs(V[ok] - x0).sum(axis=1).min() / V.shape[1]) if ok.any() else None
+    """The least distance from `x0` of a point of the hull of `V` valid for every network of `networks`
+    (layers lists, each with its margin) on the segments from `x0` to the vertices
+    (:func:`~explainopt.encoders.networks.segment_points`): a feasible point of eq. 5, hence an upper
+    bound of its optimum (None without one)."""
+    points = segment_points(x0, V, lambda X: np.all([forward(layers, X) >= m for layers, m in zip(networks, margins)],
+                                                    axis=0))
+    return float(np.abs(points - x0).sum(axis=1).min() / V.shape[1]) if len(points) else None
 
 
 def interval_output_layers(interval: IntervalNetwork) -> list:
@@ -351,7 +358,7 @@ def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_
     alone as long as its solution violates none of the others (checked by forward passes): a relaxation
     whose optimum satisfies every constraint is the optimum. ``lazy=False``: every network at once.
     `hull_bounds` (a dict: index -> big-M bounds, -1 for `interval`) memoises :func:`_hull_bounds`.
-    `cutoff`: each MILP gets the distance of its nearest feasible vertex (:func:`_incumbent`) as an
+    `cutoff`: each MILP gets the distance of the nearest feasible point known (:func:`_incumbent`) as an
     objective cutoff; `sub_mips`: see :func:`outer_problem`; `ball`: the big-M bounds are computed over
     the hull and this ball (:func:`_robust_ball`). Returns (x', lambda, [SolveResult, ...])."""
     solves = []
@@ -370,7 +377,7 @@ def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_
             extra = [] if interval is None else [interval_output_layers(interval)]
             best = _incumbent(networks + extra, [margin] * len(networks) + [INTERVAL_MARGIN] * len(extra), x0, V)
         xp, lam, res = outer_problem(networks, x0, V, margin=margin, interval=interval, tighten=tighten,
-                                     hull_bounds=bounds, cutoff=best, sub_mips=sub_mips, solver=solver,
+                                     hull_bounds=bounds, ball=ball, cutoff=best, sub_mips=sub_mips, solver=solver,
                                      time_limit=time_limit)
         solves.append(res)
         if xp is None:
@@ -396,9 +403,9 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     bounds from LP bound tightening over the hull (once per network), with `ball` over the hull and the
     l1 ball around x0 that contains every outer optimum (:func:`_robust_ball`); `lazy`, each outer problem
     holds only the networks binding at the previous iterate and the new worst case, and takes back
-    any other network its solution violates (:func:`_outer`); `cutoff`, the nearest hull vertex valid
-    for every network of an outer MILP bounds its optimum and is handed to the solver as an objective
-    cutoff; ``sub_mips=False``, the outer MILPs are solved without the solver's sub-MIP heuristics
+    any other network its solution violates (:func:`_outer`); `cutoff`, the nearest point of the hull
+    known valid for every network of an outer MILP (:func:`_incumbent`) bounds its optimum and is handed
+    to the solver as an objective cutoff; ``sub_mips=False``, the outer MILPs are solved without the solver's sub-MIP heuristics
     (:data:`SUB_MIPS`). Among optima tied within the solver's gap these may lead the solver to another
     one, which Algorithm 1 then follows.
     """

@@ -300,25 +300,30 @@ def network_bounds(layers, lower, upper, *, vertices=None, ball=None) -> list[tu
     return [(l.copy(), u.copy()) for l, u in _BOUND_CACHE[key]]
 
 
-def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None, bounds=None):
+def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None, bounds=None, ball=None):
     """Constraints making ``output`` the network's logit at `x` in the box [lo, hi].
 
     Big-M bounds: interval propagation over the box, intersected with `bounds` (sound bounds of every
     layer's pre-activations over a domain containing every `x` the caller allows) and, with
     ``tighten="lp"``, with :func:`network_bounds` over the box (LP bound tightening, memoised per network
-    and box; `solver` is accepted for compatibility: the LPs are solved by HiGHS).
+    and box; `solver` is accepted for compatibility: the LPs are solved by HiGHS); with `ball`
+    ``(center, radius)`` too, over the box and that l1 ball, which then joins the constraints (the
+    encoding's domain is the box and the ball; e.g. the ball around a factual of the radius of a known
+    counterfactual, which contains the nearest one).
     Returns (output expression, constraints, variables, pre-activation bounds per layer).
     """
     if tighten not in TIGHTENING:
         raise ValueError(f"tighten must be one of {TIGHTENING}, got {tighten!r}")
     if tighten == "lp":
-        bounds = _intersect(bounds, network_bounds(layers, lo, hi))
+        bounds = _intersect(bounds, network_bounds(layers, lo, hi, ball=ball))
     bounds = _intersect(propagate_bounds(layers, lo, hi), bounds)
     # Propagate intersected bounds forward once more: a tighter layer tightens the next one's intervals.
     for k in range(1, len(layers)):
         (l, u), = propagate_bounds(layers[k:k + 1], np.maximum(bounds[k - 1][0], 0), np.maximum(bounds[k - 1][1], 0))
         bounds[k] = (np.maximum(bounds[k][0], l), np.minimum(bounds[k][1], u))
     cons, variables = [x >= lo, x <= hi], {"h": [], "sigma": []}
+    if ball is not None:  # the domain is the box and the ball: the bounds hold there alone
+        cons.append(cp.norm1(x - ball[0]) <= ball[1])
     h = x
     for k, (W, b) in enumerate(layers):
         z = W @ h + b
@@ -332,10 +337,10 @@ def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None,
     raise AssertionError("unreachable")
 
 
-def _encode_network(model, layers, x, lower, upper, tighten, solver, threshold, inclusive) -> Encoding:
+def _encode_network(model, layers, x, lower, upper, tighten, solver, threshold, inclusive, ball=None) -> Encoding:
     check_features(x, layers[0][0].shape[1], model)
     lo, hi = as_bounds(lower, upper, layers[0][0].shape[1])
-    output, cons, variables, bounds = encode_layers(layers, x, lo, hi, tighten=tighten, solver=solver)
+    output, cons, variables, bounds = encode_layers(layers, x, lo, hi, tighten=tighten, solver=solver, ball=ball)
     variables["bounds"] = bounds
     out_l, out_u = bounds[-1]
     return Encoding(model, x, output, cons, threshold, inclusive=inclusive,
@@ -369,13 +374,65 @@ _NETWORK_TYPES = (MLPClassifier,) + ((nn.Sequential,) if nn is not None else ())
 
 
 @register(*_NETWORK_TYPES, family="network", output=_network_output, predict=_network_predict)
-def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None) -> Encoding:
+def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None, ball=None) -> Encoding:
     """A ReLU network (MLPClassifier or torch nn.Sequential): output = the logit, class 1 iff > 0.
 
-    tighten="lp" tightens the big-M bounds of every hidden layer with LP relaxations (solved by
-    `solver`, default the LP solver of :mod:`explainopt.solvers`).
+    tighten="lp" tightens the big-M bounds of every hidden layer with LP relaxations over the box, and
+    over the box and the l1 ball ``ball = (center, radius)`` where given: x is then constrained to the
+    ball as to the box, so pass one that contains the solution sought (:func:`counterfactual_ball`).
     """
-    return _encode_network(model, network_layers(model), x, lower, upper, tighten, solver, 0.0, False)
+    if ball is not None and tighten != "lp":
+        raise ValueError("ball tightens LP bounds: pass tighten='lp' with it")
+    return _encode_network(model, network_layers(model), x, lower, upper, tighten, solver, 0.0, False, ball)
+
+
+def segment_points(x0, P, valid, *, steps: int = 30) -> np.ndarray:
+    """For every row p of `P` that `valid` accepts (`valid` maps rows to booleans), a point of the segment
+    from `x0` to p that it accepts too, found by bisection (the end towards p always accepted): at most
+    as far from `x0` as p, and often much nearer. Rows of the rows accepted, in their order."""
+    x0, P = np.asarray(x0, float), np.atleast_2d(np.asarray(P, float))
+    P = P[np.asarray(valid(P), bool)]
+    low, high = np.zeros(len(P)), np.ones(len(P))
+    for _ in range(steps):
+        mid = (low + high) / 2
+        ok = np.asarray(valid(x0 + mid[:, None] * (P - x0)), bool)
+        high, low = np.where(ok, mid, high), np.where(ok, low, mid)
+    return x0 + high[:, None] * (P - x0)
+
+
+def shrink_towards(x0, p, valid, *, steps: int = 20, sweeps: int = 2) -> np.ndarray:
+    """The point `p` (which `valid` accepts) moved coordinate by coordinate towards `x0` by bisection,
+    largest differences first, as far as `valid` keeps accepting it: a nearer accepted point."""
+    x0, p = np.asarray(x0, float), np.asarray(p, float).copy()
+    for _ in range(sweeps):
+        for j in np.argsort(-np.abs(p - x0)):
+            far = p[j]
+            low, high = 0.0, 1.0  # fraction of the way from x0[j] to far (1: accepted)
+            for _ in range(steps):
+                mid = (low + high) / 2
+                p[j] = x0[j] + mid * (far - x0[j])
+                low, high = (low, mid) if valid(p[None])[0] else (mid, high)
+            p[j] = x0[j] + high * (far - x0[j])
+    return p
+
+
+def counterfactual_ball(model, x0, X, *, target: int, margin: float = 0.0, shrink: int = 20):
+    """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance to the nearest counterfactual
+    known: the points of the segments from `x0` to the rows of `X` whose logit gives class `target` by
+    `margin` (``logit >= margin`` for 1, ``<= -margin`` for 0; :func:`segment_points`), the `shrink`
+    nearest of them moved on towards `x0` (:func:`shrink_towards`), or None without one. Such a point is a counterfactual in any box holding `x0` and `X`, so the nearest counterfactual
+    in the l1 norm (with that margin) lies in the ball: LP bounds over the box and the ball
+    (``encode_network(..., tighten="lp", ball=...)``) keep its optimum."""
+    layers, x0 = network_layers(model), np.asarray(x0, float)
+    sign = 1.0 if target == 1 else -1.0
+    valid = lambda Z: sign * forward(layers, Z) >= margin  # noqa: E731
+    points = segment_points(x0, X, valid)
+    if not len(points):
+        return None
+    nearest = points[np.argsort(np.abs(points - x0).sum(axis=1))[:shrink]]
+    points = np.vstack([points] + [shrink_towards(x0, p, valid)[None] for p in nearest])
+    radius = float(np.abs(points - x0).sum(axis=1).min())
+    return x0, radius + 1e-6 * max(1.0, radius)  # widened against the LP tolerances
 
 
 # ---------------------------------------------------------------------------- interval networks
