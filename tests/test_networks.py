@@ -200,7 +200,7 @@ def test_lp_bounds_over_a_ball_are_sound_and_never_looser(vertices):
     assert sum(float((u - l).sum()) for l, u in bounds) < sum(float((u - l).sum()) for l, u in plain)
 
 
-def test_segment_points_are_accepted_and_no_farther_than_their_rows(mlp):
+def test_segment_points_and_region_descent_are_accepted_and_no_farther_than_their_rows(mlp):
     X, model = mlp
     layers = network_layers(model)
     valid = lambda Z: forward(layers, Z) >= 1e-3  # noqa: E731
@@ -209,8 +209,9 @@ def test_segment_points_are_accepted_and_no_farther_than_their_rows(mlp):
     rows = X[valid(X)]
     assert len(points) == len(rows) and valid(points).all()
     assert (np.abs(points - x0).sum(1) <= np.abs(rows - x0).sum(1) + 1e-12).all()
-    shrunk = networks.shrink_towards(x0, points[0], valid)
-    assert valid(shrunk[None])[0] and np.abs(shrunk - x0).sum() <= np.abs(points[0] - x0).sum() + 1e-12
+    for p in points[:5]:
+        q = networks.region_descent(layers, x0, p, np.zeros(4), np.ones(4), sign=1.0, margin=1e-3)
+        assert valid(q[None])[0] and np.abs(q - x0).sum() <= np.abs(p - x0).sum() + 1e-12
 
 
 def test_encoding_over_the_counterfactual_ball_keeps_the_optimum(mlp):

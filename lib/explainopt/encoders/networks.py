@@ -179,6 +179,12 @@ class _relaxation:
             return None
         return float(self.h.getInfo().objective_function_value)
 
+    def argmin(self, c) -> np.ndarray | None:
+        """A minimiser of ``c . v`` over the LP, or None (as :meth:`minimum`)."""
+        if self.minimum(c) is None:
+            return None
+        return np.asarray(self.h.getSolution().col_value, float)
+
     def maximum(self, c) -> float | None:
         low = self.minimum(-np.asarray(c, float))
         return None if low is None else -low
@@ -400,27 +406,45 @@ def segment_points(x0, P, valid, *, steps: int = 30) -> np.ndarray:
     return x0 + high[:, None] * (P - x0)
 
 
-def shrink_towards(x0, p, valid, *, steps: int = 20, sweeps: int = 2) -> np.ndarray:
-    """The point `p` (which `valid` accepts) moved coordinate by coordinate towards `x0` by bisection,
-    largest differences first, as far as `valid` keeps accepting it: a nearer accepted point."""
-    x0, p = np.asarray(x0, float), np.asarray(p, float).copy()
-    for _ in range(sweeps):
-        for j in np.argsort(-np.abs(p - x0)):
-            far = p[j]
-            low, high = 0.0, 1.0  # fraction of the way from x0[j] to far (1: accepted)
-            for _ in range(steps):
-                mid = (low + high) / 2
-                p[j] = x0[j] + mid * (far - x0[j])
-                low, high = (low, mid) if valid(p[None])[0] else (mid, high)
-            p[j] = x0[j] + high * (far - x0[j])
+def region_descent(layers, x0, p, lower, upper, *, sign: float, margin: float, steps: int = 5) -> np.ndarray:
+    """From a point `p` with ``sign * logit >= margin``, the l1-nearest point to `x0` of the linear region
+    of `p` (its neurons' signs fixed, the network affine there) in the box, an LP; repeated from there
+    for `steps` regions. A step whose LP fails, or whose point a forward pass does not accept (the LP's
+    tolerances), ends the descent: the point returned is always accepted."""
+    x0, p = np.asarray(x0, float), np.asarray(p, float)
+    d = x0.size
+    for _ in range(steps):
+        A, c = np.eye(d), np.zeros(d)  # the current layer's input as A x + c, in p's region
+        rows, rhs = [], []
+        for k, (W, b) in enumerate(layers):
+            Z, z0 = W @ A, W @ c + b
+            if k == len(layers) - 1:
+                rows.append(-sign * Z[:1])
+                rhs.append(sign * z0[:1] - margin - 1e-7)  # above the margin by the LP's feasibility tolerance
+                break
+            on = (Z @ p + z0) > 0
+            s = np.where(on, -1.0, 1.0)  # on: z >= 0; off: z <= 0
+            rows.append(s[:, None] * Z)
+            rhs.append(-s * z0)
+            A, c = Z * on[:, None], z0 * on
+        G = np.hstack([np.vstack(rows), np.zeros((sum(len(r) for r in rows), d))])
+        eye = np.eye(d)  # t >= |x - x0|
+        A_ub = [G, np.hstack([eye, -eye]), np.hstack([-eye, -eye])]
+        b_ub = list(np.concatenate(rhs)) + list(x0) + list(-x0)
+        lp = _relaxation(A_ub, b_ub, [], [], np.r_[lower, np.zeros(d)], np.r_[upper, np.full(d, np.inf)])
+        v = lp.argmin(np.r_[np.zeros(d), np.ones(d)])
+        if v is None or not sign * forward(layers, v[None, :d])[0] >= margin or \
+                np.abs(v[:d] - x0).sum() >= np.abs(p - x0).sum():
+            break
+        p = v[:d]
     return p
 
 
-def counterfactual_ball(model, x0, X, *, target: int, margin: float = 0.0, shrink: int = 20):
+def counterfactual_ball(model, x0, X, *, target: int, margin: float = 0.0, starts: int = 5):
     """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance to the nearest counterfactual
     known: the points of the segments from `x0` to the rows of `X` whose logit gives class `target` by
-    `margin` (``logit >= margin`` for 1, ``<= -margin`` for 0; :func:`segment_points`), the `shrink`
-    nearest of them moved on towards `x0` (:func:`shrink_towards`), or None without one. Such a point is a counterfactual in any box holding `x0` and `X`, so the nearest counterfactual
+    `margin` (``logit >= margin`` for 1, ``<= -margin`` for 0; :func:`segment_points`), and from the
+    `starts` nearest of them on through linear regions (:func:`region_descent`), or None without one. Such a point is a counterfactual in any box holding `x0` and `X`, so the nearest counterfactual
     in the l1 norm (with that margin) lies in the ball: LP bounds over the box and the ball
     (``encode_network(..., tighten="lp", ball=...)``) keep its optimum."""
     layers, x0 = network_layers(model), np.asarray(x0, float)
@@ -429,8 +453,10 @@ def counterfactual_ball(model, x0, X, *, target: int, margin: float = 0.0, shrin
     points = segment_points(x0, X, valid)
     if not len(points):
         return None
-    nearest = points[np.argsort(np.abs(points - x0).sum(axis=1))[:shrink]]
-    points = np.vstack([points] + [shrink_towards(x0, p, valid)[None] for p in nearest])
+    lower, upper = np.minimum(X.min(axis=0), x0), np.maximum(X.max(axis=0), x0)
+    nearest = points[np.argsort(np.abs(points - x0).sum(axis=1))[:starts]]
+    points = np.vstack([points] + [region_descent(layers, x0, p, lower, upper, sign=sign, margin=margin)[None]
+                                   for p in nearest])
     radius = float(np.abs(points - x0).sum(axis=1).min())
     return x0, radius + 1e-6 * max(1.0, radius)  # widened against the LP tolerances
 
