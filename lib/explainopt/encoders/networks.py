@@ -9,6 +9,10 @@ constraints ``h >= z, h >= 0, h <= z - l (1 - sigma), h <= u sigma``; neurons pr
 box, optionally tightened layer by layer with the LP relaxation (``tighten="lp"``, :func:`lp_bounds`,
 computed once per network and box by :func:`network_bounds`): cvxpy has no indicator constraints, so
 every big-M needs a derived bound. Tighter bounds leave the feasible set, hence the optimum, unchanged.
+A smaller domain gives tighter bounds: the l1 ball around a factual whose radius is the distance of a
+counterfactual known (:func:`counterfactual_ball`: points of segments to training points, improved by
+an LP per linear region) contains the nearest counterfactual, so bounds over the box and that ball
+(``encode_network(..., tighten="lp", ball=...)``, the ball joining the constraints) keep its optimum.
 
 Interval network (Jiang et al. 2023, Definitions 5-6 of PROPLACE): every weight and bias shifted within
 ``[theta - delta, theta + delta]``. For non-negative inputs every layer's input is non-negative, so
