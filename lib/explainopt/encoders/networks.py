@@ -399,7 +399,7 @@ def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=Non
 def segment_points(x0, P, valid, *, steps: int = 30) -> np.ndarray:
     """For every row p of `P` that `valid` accepts (`valid` maps rows to booleans), a point of the segment
     from `x0` to p that it accepts too, found by bisection (the end towards p always accepted): at most
-    as far from `x0` as p, and often much nearer. Rows of the rows accepted, in their order."""
+    as far from `x0` as p, and often much nearer. One row per accepted row of `P`, in their order."""
     x0, P = np.asarray(x0, float), np.atleast_2d(np.asarray(P, float))
     P = P[np.asarray(valid(P), bool)]
     low, high = np.zeros(len(P)), np.ones(len(P))
@@ -448,10 +448,11 @@ def counterfactual_ball(model, x0, X, *, target: int, margin: float = 0.0, start
     """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance to the nearest counterfactual
     known: the points of the segments from `x0` to the rows of `X` whose logit gives class `target` by
     `margin` (``logit >= margin`` for 1, ``<= -margin`` for 0; :func:`segment_points`), and from the
-    `starts` nearest of them on through linear regions (:func:`region_descent`), or None without one. Such a point is a counterfactual in any box holding `x0` and `X`, so the nearest counterfactual
-    in the l1 norm (with that margin) lies in the ball: LP bounds over the box and the ball
+    `starts` nearest of them on through linear regions (:func:`region_descent`), or None without one.
+    Such a point is a counterfactual in any box holding `x0` and `X`, so the nearest counterfactual in
+    the l1 norm (with that margin) lies in the ball: LP bounds over the box and the ball
     (``encode_network(..., tighten="lp", ball=...)``) keep its optimum."""
-    layers, x0 = network_layers(model), np.asarray(x0, float)
+    layers, x0, X = network_layers(model), np.asarray(x0, float), np.atleast_2d(np.asarray(X, float))
     sign = 1.0 if target == 1 else -1.0
     valid = lambda Z: sign * forward(layers, Z) >= margin  # noqa: E731
     points = segment_points(x0, X, valid)
