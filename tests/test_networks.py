@@ -179,3 +179,56 @@ def test_encoding_with_lp_bounds_has_fewer_binaries_and_the_same_optimum(mlp):
         binaries.append(sum(s.size for s in variables["sigma"] if s is not None))
     np.testing.assert_allclose(optima[:2], optima[2:], atol=1e-6)
     assert binaries[1] <= binaries[0]
+
+
+@pytest.mark.parametrize("vertices", [False, True])
+def test_lp_bounds_over_a_ball_are_sound_and_never_looser(vertices):
+    layers = _random_layers((4, 8, 8, 1), seed=7)
+    rng = np.random.default_rng(2)
+    V = rng.uniform(size=(7, 4)) if vertices else None
+    lo, hi = (V.min(0), V.max(0)) if vertices else (np.zeros(4), np.ones(4))
+    center, radius = (V[0] if vertices else np.full(4, 0.5)), 0.6
+    plain = lp_bounds(layers, lo, hi, vertices=V)
+    bounds = lp_bounds(layers, lo, hi, vertices=V, ball=(center, radius))
+    X = rng.dirichlet(np.ones(7) * 0.3, size=20000) @ V if vertices else rng.uniform(size=(20000, 4))
+    X = X[np.abs(X - center).sum(axis=1) <= radius]  # the points of the domain and the ball
+    assert len(X) > 100
+    _, zs = forward(layers, X, preactivations=True)
+    assert _inside(bounds, zs)
+    for (l, u), (lp, up) in zip(bounds, plain):
+        assert (l >= lp - 1e-12).all() and (u <= up + 1e-12).all()
+    assert sum(float((u - l).sum()) for l, u in bounds) < sum(float((u - l).sum()) for l, u in plain)
+
+
+def test_segment_points_and_region_descent_are_accepted_and_no_farther_than_their_rows(mlp):
+    X, model = mlp
+    layers = network_layers(model)
+    valid = lambda Z: forward(layers, Z) >= 1e-3  # noqa: E731
+    x0 = X[forward(layers, X) < 0][0]
+    points = networks.segment_points(x0, X, valid)
+    rows = X[valid(X)]
+    assert len(points) == len(rows) and valid(points).all()
+    assert (np.abs(points - x0).sum(1) <= np.abs(rows - x0).sum(1) + 1e-12).all()
+    for p in points[:5]:
+        q = networks.region_descent(layers, x0, p, np.zeros(4), np.ones(4), sign=1.0, margin=1e-3)
+        assert valid(q[None])[0] and np.abs(q - x0).sum() <= np.abs(p - x0).sum() + 1e-12
+
+
+def test_encoding_over_the_counterfactual_ball_keeps_the_optimum(mlp):
+    X, model = mlp
+    lo, hi = np.zeros(4), np.ones(4)
+    for i in range(4):
+        target = 1 - int(model.predict(X[i][None])[0])
+        ball = networks.counterfactual_ball(model, X[i], X, target=target, margin=1e-3)
+        optima = []
+        for options in ({"tighten": "lp"}, {"tighten": "lp", "ball": ball}):
+            x = cp.Variable(4)
+            enc = networks.encode_network(model, x, lower=lo, upper=hi, **options)
+            res = solvers.solve(cp.Problem(cp.Minimize(cp.norm1(x - X[i])), enc.constraints + enc.predicts(target, margin=1e-3)))
+            assert res.status == "optimal"
+            assert model.predict(np.clip(x.value, lo, hi)[None])[0] == target  # the model's own predict
+            optima.append(res.objective)
+        assert optima[1] == pytest.approx(optima[0], abs=1e-6)
+        assert optima[1] <= ball[1] + 1e-9
+    with pytest.raises(ValueError, match="tighten"):
+        networks.encode_network(model, cp.Variable(4), lower=lo, upper=hi, ball=ball)

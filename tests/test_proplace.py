@@ -224,3 +224,34 @@ def test_lazy_outer_problem_takes_back_violated_networks_and_keeps_the_optimum(m
         assert len(solves) == len(active) and sorted(set(active)) == sorted(active)
         assert all(forward(m, xp[None])[0] >= 0.01 - 1e-6 for m in models)  # every network, checked
         assert solves[-1].objective == pytest.approx(full.objective, abs=1e-6)
+
+
+def test_outer_problem_levers_keep_the_optimum(moons, plausible):
+    """The ball around x0, the objective cutoff and the solver without sub-MIPs change how eq. 5 is
+    solved, never its optimum (fixed instances)."""
+    _, _, net = moons
+    for x0, V in plausible:
+        ball = P._robust_ball(net, x0, V, delta=DELTA, margin=0.01)
+        assert ball is not None and ball[1] <= np.abs(V - x0).sum(axis=1).max()
+        models = [network_layers(net)]
+        for _ in range(3):
+            _, _, plain = P.outer_problem(models, x0, V, sub_mips=True)
+            cutoff = P._incumbent(models, [0.01] * len(models), x0, V)
+            bounds = [P._hull_bounds(m, V, V.min(0), V.max(0), cached=False, ball=ball) for m in models]
+            xp, _, fast = P.outer_problem(models, x0, V, hull_bounds=bounds, ball=ball, cutoff=cutoff)
+            assert fast.status == plain.status == "optimal"
+            assert fast.objective == pytest.approx(plain.objective, abs=1e-6)
+            assert plain.objective <= cutoff + 1e-9 and ball[1] / x0.size >= plain.objective - 1e-9
+            assert all(forward(m, xp[None])[0] >= 0.01 - 1e-6 for m in models)
+            models.append(P.worst_case_model(net, xp, delta=DELTA).layers)
+
+
+def test_proplace_levers_keep_the_distance(moons, plausible):
+    _, _, net = moons
+    for x0, V in plausible:
+        before = P.proplace(net, x0, V, delta=DELTA, ball=False, cutoff=False, sub_mips=True)
+        after = P.proplace(net, x0, V, delta=DELTA)
+        assert after.valid and after.delta_valid and model_predict(net, after.x[None])[0] == 1
+        assert delta_robust(net, after.x, delta=DELTA)[0]
+        assert after.status == before.status
+        assert after.distance == pytest.approx(before.distance, abs=1e-6)

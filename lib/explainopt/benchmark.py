@@ -19,9 +19,11 @@ from . import solvers
 from .counterfactuals import nearest_counterfactual
 from .datasets import load_dataset
 from .encoders import model_predict
+from .encoders.networks import counterfactual_ball
 
 
 DATASET = "robust-ce/ionosphere"  # 34 continuous features, the size the encoders issue measured on
+MARGIN = 1e-4  # the logit margin of the counterfactuals (nearest_counterfactual's default)
 
 
 def tree_grid(n_trees=(10, 50, 100, 500), depths=(3, 5, 8), formulations=("split", "leaf")) -> list[dict]:
@@ -30,6 +32,9 @@ def tree_grid(n_trees=(10, 50, 100, 500), depths=(3, 5, 8), formulations=("split
 
 
 def network_grid(widths=(10, 50, 100), layers=(1, 2, 3), tightening=(None, "lp")) -> list[dict]:
+    """Networks by width and depth, per big-M tightening: None (interval bounds, "ibp"), "lp" (LP bounds
+    over the box) or "ball" (LP bounds over the box and the l1 ball around the factual whose radius is
+    the distance to the nearest training point of the target class, :func:`counterfactual_ball`)."""
     return [{"family": "MLP", "size": w, "depth": k, "option": t or "ibp"}
             for w in widths for k in layers for t in tightening]
 
@@ -56,14 +61,16 @@ def time_instance(config: dict, *, dataset: str = DATASET, n_factuals: int = 3,
     model = _model(config, random_state).fit(X, y)
     option = config["option"]
     options = ({"formulation": option} if config["family"] != "MLP"
-               else {"tighten": None if option == "ibp" else option})
+               else {"tighten": {"ibp": None, "ball": "lp"}.get(option, option)})
     rows = np.random.default_rng(random_state).choice(len(X), n_factuals, replace=False)
     times, statuses, valid, refused = [], [], [], 0
     for i in rows:
         target = 1 - int(model_predict(model, X[i])[0])
         start = time.perf_counter()
+        if option == "ball":  # LP bounds over the box and the ball of the nearest training counterfactual
+            options["ball"] = counterfactual_ball(model, X[i], X, target=target, margin=MARGIN)
         res = nearest_counterfactual(model, X[i], lower=0, upper=1, target=target, solver=solver,
-                                     time_limit=time_limit, **options)
+                                     time_limit=time_limit, margin=MARGIN, **options)
         times.append(time.perf_counter() - start)
         statuses.append(res.status)
         valid.append(res.valid)

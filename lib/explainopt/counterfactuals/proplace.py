@@ -51,7 +51,7 @@ from sklearn.neighbors import KDTree, LocalOutlierFactor
 
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
-from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer
+from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer, segment_points
 from .base import Counterfactual
 
 
@@ -201,6 +201,10 @@ def plausible_vertices(x0, neighbours) -> np.ndarray:
 # --------------------------------------------------------------------------- Algorithm 1
 
 
+#: Interval lower bound of the logit required of a certified counterfactual (:func:`outer_problem`).
+INTERVAL_MARGIN = 1e-4
+
+
 @dataclass
 class ProplaceResult(Counterfactual):
     """A PROPLACE counterfactual (fields of :class:`~.base.Counterfactual` first; ``solver`` names every
@@ -225,19 +229,34 @@ class ProplaceResult(Counterfactual):
     history: list = field(default_factory=list)
 
 
-def _hull_bounds(layers, V, lo, hi, *, cached: bool):
+def _hull_bounds(layers, V, lo, hi, *, cached: bool, ball=None):
     """Big-M bounds of `layers` over the convex hull of the vertices `V` (:func:`lp_bounds`; layer 0 exact),
-    intersected, for a network reused by every factual (`cached`), with its memoised bounds over the
-    unit box (:func:`network_bounds`), which contains the hull for min-max scaled data."""
+    intersected with the l1 `ball` ``(x0, radius)`` where given (:func:`_robust_ball`) and, for a network
+    reused by every factual (`cached`), with its memoised bounds over the unit box
+    (:func:`network_bounds`), which contains the hull for min-max scaled data."""
     unit = None
     if cached and lo.min() >= 0 and hi.max() <= 1:
         unit = network_bounds(layers, np.zeros(V.shape[1]), np.ones(V.shape[1]))
-    return lp_bounds(layers, lo, hi, vertices=V, bounds=unit)
+    return lp_bounds(layers, lo, hi, vertices=V, ball=ball, bounds=unit)
+
+
+def _robust_ball(model, x0, V, *, delta: float, margin: float):
+    """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance of the nearest point of the hull
+    of `V` known with an interval lower bound >= `margin` (Definition 5): on the segments from `x0` to the
+    vertices (:func:`~explainopt.encoders.networks.segment_points`), or None without one. Such a point
+    gives every network of Delta a logit >= `margin`, so it is feasible in every outer problem (eq. 5)
+    of Algorithm 1: each of their optima lies in the ball, and big-M bounds over the hull and the ball
+    keep them."""
+    points = segment_points(x0, V, lambda X: interval_lower(model, X, delta=delta) >= margin)
+    if not len(points):
+        return None
+    radius = float(np.abs(points - x0).sum(axis=1).min())
+    return x0, radius + 1e-6 * max(1.0, radius)  # widened against the LP solver's tolerances
 
 
 def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval: IntervalNetwork | None = None,
-                  interval_margin: float = 1e-4, tighten: bool = True, hull_bounds: list | None = None,
-                  solver=None, time_limit=None):
+                  interval_margin: float = INTERVAL_MARGIN, tighten: bool = True, hull_bounds: list | None = None,
+                  ball=None, cutoff: float | None = None, sub_mips: bool = False, solver=None, time_limit=None):
     """Eq. 5: nearest point of the convex hull of `vertices` valid (logit >= margin) for every network
     in `models` (layers lists); optionally also Delta-robust by the exact interval MILP (lower bound
     >= `interval_margin`, a small margin against the solver's feasibility tolerance).
@@ -245,7 +264,13 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
     Big-M bounds: LP bound tightening over the hull (:func:`_hull_bounds`; interval bounds over the
     vertices' box alone with ``tighten=False``), or `hull_bounds` where given (one entry per network of
     `models`, then one for `interval`; None entries are computed): they leave the feasible set, hence
-    the optimum, unchanged. Returns (x', lambda, SolveResult) with x' None when no solution was found.
+    the optimum, unchanged. `ball` ``(x0, r)``: bounds computed over the hull and this l1 ball (which
+    must contain the optimum, :func:`_robust_ball`) hold there alone, so x' is constrained to it.
+    `cutoff`: the distance of a known feasible point (:func:`_incumbent`), an
+    upper bound of the optimum given to the solver as an objective cutoff (:func:`_solver_options`); a
+    solve that finds nothing below it is repeated without. `sub_mips`: the MILP solver's sub-MIP
+    heuristics (:func:`_solver_options`). Neither changes the feasible set, hence the optimum.
+    Returns (x', lambda, SolveResult) with x' None when no solution was found.
     """
     x0 = np.asarray(x0, float)
     V = _rows(vertices)
@@ -268,13 +293,48 @@ def outer_problem(models: list, x0, vertices, *, margin: float = 0.01, interval:
         bounds = bounds if tighten else None
         out, c, _, _ = encode_layers(layers, xp, lo, hi, bounds=bounds)
         cons += c + [out >= margins[k]]
+    if ball is not None:  # big-M bounds computed over the hull and this ball hold there alone
+        cons.append(cp.norm1(xp - ball[0]) <= ball[1])
     problem = cp.Problem(cp.Minimize(cp.norm1(xp - x0) / x0.size), cons)
-    res = solvers.solve(problem, solver=solver, time_limit=time_limit)
+    res = solvers.solve(problem, solver=solver, time_limit=time_limit,
+                        options=_solver_options(solver, cutoff=cutoff, sub_mips=sub_mips))
+    if cutoff is not None and not res.has_solution:  # nothing below the cutoff within the tolerances
+        first = res
+        res = solvers.solve(problem, solver=solver, time_limit=time_limit,
+                            options=_solver_options(solver, sub_mips=sub_mips))
+        res.solve_time += first.solve_time
     if not res.has_solution or lam.value is None:
         return None, None, res
     lv = np.clip(np.asarray(lam.value, float), 0, None)
     lv /= lv.sum()
     return V.T @ lv, lv, res
+
+
+#: The MILP solvers' own names of the sub-MIP heuristics that ``sub_mips=False`` turns off.
+SUB_MIPS = {"highs": {"mip_heuristic_run_rins": False, "mip_heuristic_run_rens": False}, "gurobi": {"RINS": 0}}
+CUTOFF = {"highs": "objective_bound", "gurobi": "Cutoff"}
+
+
+def _solver_options(solver, *, cutoff: float | None = None, sub_mips: bool = True) -> dict:
+    """The MILP solver's own options for an objective `cutoff` (HiGHS ``objective_bound``, Gurobi ``Cutoff``:
+    nodes whose bound exceeds it are pruned; widened by a relative 1e-6 so that an optimum equal to it is
+    kept) and, with ``sub_mips=False``, without the sub-MIP heuristics RINS and RENS (:data:`SUB_MIPS`;
+    on eq. 5 they took most of HiGHS's time, in sub-MIPs searching for incumbents). Other solvers get none."""
+    name = solvers.choose_solver("milp", solver)
+    options = {} if sub_mips else dict(SUB_MIPS.get(name, {}))
+    if cutoff is not None and name in CUTOFF:
+        options[CUTOFF[name]] = float(cutoff) + 1e-6 * max(1.0, abs(float(cutoff)))
+    return options
+
+
+def _incumbent(networks: list, margins: list, x0, V) -> float | None:
+    """The least distance from `x0` of a point of the hull of `V` valid for every network of `networks`
+    (layers lists, each with its margin) on the segments from `x0` to the vertices
+    (:func:`~explainopt.encoders.networks.segment_points`): a feasible point of eq. 5, hence an upper
+    bound of its optimum (None without one)."""
+    points = segment_points(x0, V, lambda X: np.all([forward(layers, X) >= m for layers, m in zip(networks, margins)],
+                                                    axis=0))
+    return float(np.abs(points - x0).sum(axis=1).min() / V.shape[1]) if len(points) else None
 
 
 def interval_output_layers(interval: IntervalNetwork) -> list:
@@ -292,24 +352,33 @@ FEASIBILITY_TOL = 1e-7
 BINDING = 1e-3
 
 
-def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_bounds, solver, time_limit):
+def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_bounds, solver, time_limit,
+           cutoff: bool = False, sub_mips: bool = False, ball=None):
     """Eq. 5 over every network of `models`, solved over the networks of `active` (indices, grown in place)
     alone as long as its solution violates none of the others (checked by forward passes): a relaxation
     whose optimum satisfies every constraint is the optimum. ``lazy=False``: every network at once.
     `hull_bounds` (a dict: index -> big-M bounds, -1 for `interval`) memoises :func:`_hull_bounds`.
-    Returns (x', lambda, [SolveResult, ...])."""
+    `cutoff`: each MILP gets the distance of the nearest feasible point known (:func:`_incumbent`) as an
+    objective cutoff; `sub_mips`: see :func:`outer_problem`; `ball`: the big-M bounds are computed over
+    the hull and this ball (:func:`_robust_ball`). Returns (x', lambda, [SolveResult, ...])."""
     solves = []
     lo, hi = V.min(axis=0), V.max(axis=0)
     for i in range(-1 if interval is not None else 0, len(models)):
         if tighten and i not in hull_bounds:
             layers = interval_output_layers(interval) if i < 0 else models[i]
-            hull_bounds[i] = _hull_bounds(layers, V, lo, hi, cached=i <= 0)
+            hull_bounds[i] = _hull_bounds(layers, V, lo, hi, cached=i <= 0, ball=ball)
     if not lazy:
         active[:] = range(len(models))
     while True:
         bounds = [hull_bounds.get(i) for i in active] + [hull_bounds.get(-1)]
-        xp, lam, res = outer_problem([models[i] for i in active], x0, V, margin=margin, interval=interval,
-                                     tighten=tighten, hull_bounds=bounds, solver=solver, time_limit=time_limit)
+        networks = [models[i] for i in active]
+        best = None
+        if cutoff:
+            extra = [] if interval is None else [interval_output_layers(interval)]
+            best = _incumbent(networks + extra, [margin] * len(networks) + [INTERVAL_MARGIN] * len(extra), x0, V)
+        xp, lam, res = outer_problem(networks, x0, V, margin=margin, interval=interval, tighten=tighten,
+                                     hull_bounds=bounds, ball=ball, cutoff=best, sub_mips=sub_mips, solver=solver,
+                                     time_limit=time_limit)
         solves.append(res)
         if xp is None:
             return xp, lam, solves
@@ -321,7 +390,8 @@ def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_
 
 
 def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_iter: int = 30, certify: bool = True,
-             tighten: bool = True, lazy: bool = True, solver=None, time_limit=None) -> ProplaceResult:
+             tighten: bool = True, lazy: bool = True, ball: bool = True, cutoff: bool = True, sub_mips: bool = False,
+             solver=None, time_limit=None) -> ProplaceResult:
     """Algorithm 1 of PROPLACE over the plausible region with the given `vertices` (factual first).
 
     Repeats outer (eq. 5) / inner (eq. 6, exact MILP) until the worst-case shifted model still gives
@@ -330,9 +400,14 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     as an extra constraint, so every returned counterfactual passes Definition 7.
 
     Options that change how the outer problems are solved, never their optimum: `tighten`, big-M
-    bounds from LP bound tightening over the hull (once per network); `lazy`, each outer problem
+    bounds from LP bound tightening over the hull (once per network), with `ball` over the hull and the
+    l1 ball around x0 that contains every outer optimum (:func:`_robust_ball`); `lazy`, each outer problem
     holds only the networks binding at the previous iterate and the new worst case, and takes back
-    any other network its solution violates (:func:`_outer`).
+    any other network its solution violates (:func:`_outer`); `cutoff`, the nearest point of the hull
+    known valid for every network of an outer MILP (:func:`_incumbent`) bounds its optimum and is handed
+    to the solver as an objective cutoff; ``sub_mips=False``, the outer MILPs are solved without the solver's sub-MIP heuristics
+    (:data:`SUB_MIPS`). Among optima tied within the solver's gap these may lead the solver to another
+    one, which Algorithm 1 then follows.
     """
     start = time.perf_counter()
     x0 = np.asarray(x0, float).ravel()
@@ -340,8 +415,9 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     models, active = [network_layers(model)], [0]
     result = ProplaceResult(None, "max_iter", 0.0, "")
     solves, hull_bounds = [], {}
-    options = dict(margin=margin, tighten=tighten, lazy=lazy, hull_bounds=hull_bounds, solver=solver,
-                   time_limit=time_limit)
+    region = _robust_ball(model, x0, V, delta=delta, margin=margin) if ball and tighten else None
+    options = dict(margin=margin, tighten=tighten, lazy=lazy, hull_bounds=hull_bounds, cutoff=cutoff,
+                   sub_mips=sub_mips, ball=region, solver=solver, time_limit=time_limit)
     for it in range(1, max_iter + 1):
         xp, lam, outer = _outer(models, active, x0, V, **options)
         solves += outer

@@ -9,6 +9,10 @@ constraints ``h >= z, h >= 0, h <= z - l (1 - sigma), h <= u sigma``; neurons pr
 box, optionally tightened layer by layer with the LP relaxation (``tighten="lp"``, :func:`lp_bounds`,
 computed once per network and box by :func:`network_bounds`): cvxpy has no indicator constraints, so
 every big-M needs a derived bound. Tighter bounds leave the feasible set, hence the optimum, unchanged.
+A smaller domain gives tighter bounds: the l1 ball around a factual whose radius is the distance of a
+counterfactual known (:func:`counterfactual_ball`: points of segments to training points, improved by
+an LP per linear region) contains the nearest counterfactual, so bounds over the box and that ball
+(``encode_network(..., tighten="lp", ball=...)``, the ball joining the constraints) keep its optimum.
 
 Interval network (Jiang et al. 2023, Definitions 5-6 of PROPLACE): every weight and bias shifted within
 ``[theta - delta, theta + delta]``. For non-negative inputs every layer's input is non-negative, so
@@ -28,7 +32,8 @@ from collections import OrderedDict
 
 import cvxpy as cp
 import numpy as np
-from scipy.optimize import linprog
+import highspy
+import scipy.sparse as sp
 from sklearn.neural_network import MLPClassifier
 
 from .. import solvers
@@ -153,18 +158,58 @@ def _intersect(a, b):
     return [(np.maximum(la, lb), np.minimum(ua, ub)) for (la, ua), (lb, ub) in zip(a, b)]
 
 
-def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
+class _relaxation:
+    """One LP ``{v : A_ub v <= b_ub, A_eq v = b_eq, lower <= v <= upper}`` in a HiGHS model kept alive
+    across objectives: each :meth:`minimum` changes the costs alone and starts from the last basis."""
+
+    def __init__(self, A_ub, b_ub, A_eq, b_eq, lower, upper):
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.n = lower.size
+        inf = highspy.kHighsInf
+        self.h.addVars(self.n, np.where(np.isfinite(lower), lower, -inf), np.where(np.isfinite(upper), upper, inf))
+        rows = [(np.vstack(A_ub), np.full(len(b_ub), -inf), np.asarray(b_ub, float))] if A_ub else []
+        rows += [(np.vstack(A_eq), np.asarray(b_eq, float), np.asarray(b_eq, float))] if A_eq else []
+        for A, lo, hi in rows:
+            A = sp.csr_matrix(A)
+            self.h.addRows(A.shape[0], lo, hi, A.nnz, A.indptr[:-1].astype(np.int32), A.indices.astype(np.int32),
+                           A.data)
+
+    def minimum(self, c) -> float | None:
+        """min of ``c . v`` over the LP, or None where HiGHS does not prove an optimum."""
+        self.h.changeColsCost(self.n, np.arange(self.n, dtype=np.int32), np.asarray(c, float))
+        self.h.run()
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        return float(self.h.getInfo().objective_function_value)
+
+    def argmin(self, c) -> np.ndarray | None:
+        """A minimiser of ``c . v`` over the LP, or None (as :meth:`minimum`)."""
+        if self.minimum(c) is None:
+            return None
+        return np.asarray(self.h.getSolution().col_value, float)
+
+    def maximum(self, c) -> float | None:
+        low = self.minimum(-np.asarray(c, float))
+        return None if low is None else -low
+
+
+def lp_bounds(layers, lower, upper, *, vertices=None, ball=None, bounds=None,
               tol: float = 1e-6) -> list[tuple[np.ndarray, np.ndarray]]:
     """Optimization-based bound tightening: bounds ``(l, u)`` of every layer's pre-activations over the
     input domain, each hidden neuron's from two LPs (min and max of its pre-activation over the triangle
     relaxation of the layers below, built from their already tightened bounds), layer by layer.
 
     The domain is the box [lower, upper], or with `vertices` the convex hull of their rows (which must
-    lie in the box); layer 0 is then exact (min/max over the vertices). `bounds` (sound bounds from
+    lie in the box); layer 0 is then exact (min/max over the vertices). `ball` ``(center, radius)``
+    intersects the domain with the l1 ball ``||x - center||_1 <= radius`` (e.g. around a factual, of the
+    radius of a known counterfactual, which contains the nearest one); layer 0 is then tightened by
+    LPs too. The caller vouches that the ball contains every point it encodes. `bounds` (sound bounds from
     elsewhere, e.g. :func:`network_bounds` of a larger box) are intersected in. The LP relaxation contains
     every point of the network on the domain, so the bounds are sound; each LP optimum is widened by
     ``tol (1 + |value|)`` against the LP solver's tolerances. The last layer's bounds are propagated by
-    intervals from the last hidden layer's. Solved with scipy's HiGHS (dual simplex).
+    intervals from the last hidden layer's. Solved with HiGHS, one model per layer whose objective alone
+    changes from neuron to neuron (warm-started simplex, :class:`_relaxation`).
     """
     lo, hi = np.asarray(lower, float), np.asarray(upper, float)
     if vertices is not None:
@@ -177,6 +222,15 @@ def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
         var_lo, var_hi = [lo.copy()], [hi.copy()]
         A_eq, b_eq = [], []
     A_ub, b_ub = [], []
+    if ball is not None:  # t >= |P v - center|, sum t <= radius, with t appended to the LP variables
+        center, radius = np.asarray(ball[0], float), float(ball[1])
+        d, m = P.shape
+        A_eq = [np.hstack([a, np.zeros((1, d))]) for a in A_eq]
+        A_ub = [np.hstack([P, -np.eye(d)]), np.hstack([-P, -np.eye(d)]), np.r_[np.zeros(m), np.ones(d)][None]]
+        b_ub = list(center) + list(-center) + [radius]
+        var_lo.append(np.zeros(d))
+        var_hi.append(np.full(d, np.inf))
+        P = np.hstack([P, np.zeros((d, d))])
     out = []
     H = P  # the map from the LP variables to the current layer's input
     for k, (W, b) in enumerate(layers):
@@ -195,21 +249,14 @@ def lp_bounds(layers, lower, upper, *, vertices=None, bounds=None,
         if k == len(layers) - 1:
             out.append((l, u))
             return out
-        if k > 0:
-            Aub = np.vstack(A_ub) if A_ub else None
-            Aeq = np.vstack(A_eq) if A_eq else None
-            box = list(zip(np.concatenate(var_lo), np.concatenate(var_hi)))
+        if k > 0 or ball is not None:
+            lp = _relaxation(A_ub, b_ub, A_eq, b_eq, np.concatenate(var_lo), np.concatenate(var_hi))
             for j in np.flatnonzero((l < 0) & (u > 0)):
-                for sign in (1.0, -1.0):
-                    res = linprog(-sign * Z[j], A_ub=Aub, b_ub=b_ub if A_ub else None, A_eq=Aeq,
-                                  b_eq=b_eq if A_eq else None, bounds=box, method="highs")
-                    if res.status != 0:
-                        continue
-                    value = -res.fun * sign + b[j] if sign > 0 else res.fun + b[j]
-                    if sign > 0:
-                        u[j] = min(u[j], value + tol * (1 + abs(value)))
-                    else:
-                        l[j] = max(l[j], value - tol * (1 + abs(value)))
+                low, high = lp.minimum(Z[j]), lp.maximum(Z[j])
+                if high is not None:
+                    u[j] = min(u[j], high + b[j] + tol * (1 + abs(high + b[j])))
+                if low is not None:
+                    l[j] = max(l[j], low + b[j] - tol * (1 + abs(low + b[j])))
         out.append((l, u))
         # Add this layer's activations h (n new variables) with the triangle relaxation.
         n = W.shape[0]
@@ -248,39 +295,45 @@ def _key(*arrays) -> str:
     return digest.hexdigest()
 
 
-def network_bounds(layers, lower, upper, *, vertices=None) -> list[tuple[np.ndarray, np.ndarray]]:
+def network_bounds(layers, lower, upper, *, vertices=None, ball=None) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`lp_bounds`, memoised per (network, domain): computed once per network and box (e.g. the
     data's) and reused by every encoding of that network over that box. Returns copies."""
     layers = network_layers(layers)
     parts = [a for W, b in layers for a in (W, b)] + [lower, upper] + ([] if vertices is None else [vertices])
+    parts += [] if ball is None else [ball[0], [ball[1]]]
     key = _key(*parts)
     if key not in _BOUND_CACHE:
-        _BOUND_CACHE[key] = lp_bounds(layers, lower, upper, vertices=vertices)
+        _BOUND_CACHE[key] = lp_bounds(layers, lower, upper, vertices=vertices, ball=ball)
         if len(_BOUND_CACHE) > _BOUND_CACHE_SIZE:
             _BOUND_CACHE.popitem(last=False)
     _BOUND_CACHE.move_to_end(key)
     return [(l.copy(), u.copy()) for l, u in _BOUND_CACHE[key]]
 
 
-def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None, bounds=None):
+def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None, bounds=None, ball=None):
     """Constraints making ``output`` the network's logit at `x` in the box [lo, hi].
 
     Big-M bounds: interval propagation over the box, intersected with `bounds` (sound bounds of every
     layer's pre-activations over a domain containing every `x` the caller allows) and, with
     ``tighten="lp"``, with :func:`network_bounds` over the box (LP bound tightening, memoised per network
-    and box; `solver` is accepted for compatibility: the LPs are solved by scipy's HiGHS).
+    and box; `solver` is accepted for compatibility: the LPs are solved by HiGHS); with `ball`
+    ``(center, radius)`` too, over the box and that l1 ball, which then joins the constraints (the
+    encoding's domain is the box and the ball; e.g. the ball around a factual of the radius of a known
+    counterfactual, which contains the nearest one).
     Returns (output expression, constraints, variables, pre-activation bounds per layer).
     """
     if tighten not in TIGHTENING:
         raise ValueError(f"tighten must be one of {TIGHTENING}, got {tighten!r}")
     if tighten == "lp":
-        bounds = _intersect(bounds, network_bounds(layers, lo, hi))
+        bounds = _intersect(bounds, network_bounds(layers, lo, hi, ball=ball))
     bounds = _intersect(propagate_bounds(layers, lo, hi), bounds)
     # Propagate intersected bounds forward once more: a tighter layer tightens the next one's intervals.
     for k in range(1, len(layers)):
         (l, u), = propagate_bounds(layers[k:k + 1], np.maximum(bounds[k - 1][0], 0), np.maximum(bounds[k - 1][1], 0))
         bounds[k] = (np.maximum(bounds[k][0], l), np.minimum(bounds[k][1], u))
     cons, variables = [x >= lo, x <= hi], {"h": [], "sigma": []}
+    if ball is not None:  # the domain is the box and the ball: the bounds hold there alone
+        cons.append(cp.norm1(x - ball[0]) <= ball[1])
     h = x
     for k, (W, b) in enumerate(layers):
         z = W @ h + b
@@ -294,10 +347,10 @@ def encode_layers(layers, x, lo, hi, *, tighten: str | None = None, solver=None,
     raise AssertionError("unreachable")
 
 
-def _encode_network(model, layers, x, lower, upper, tighten, solver, threshold, inclusive) -> Encoding:
+def _encode_network(model, layers, x, lower, upper, tighten, solver, threshold, inclusive, ball=None) -> Encoding:
     check_features(x, layers[0][0].shape[1], model)
     lo, hi = as_bounds(lower, upper, layers[0][0].shape[1])
-    output, cons, variables, bounds = encode_layers(layers, x, lo, hi, tighten=tighten, solver=solver)
+    output, cons, variables, bounds = encode_layers(layers, x, lo, hi, tighten=tighten, solver=solver, ball=ball)
     variables["bounds"] = bounds
     out_l, out_u = bounds[-1]
     return Encoding(model, x, output, cons, threshold, inclusive=inclusive,
@@ -331,13 +384,86 @@ _NETWORK_TYPES = (MLPClassifier,) + ((nn.Sequential,) if nn is not None else ())
 
 
 @register(*_NETWORK_TYPES, family="network", output=_network_output, predict=_network_predict)
-def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None) -> Encoding:
+def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None, ball=None) -> Encoding:
     """A ReLU network (MLPClassifier or torch nn.Sequential): output = the logit, class 1 iff > 0.
 
-    tighten="lp" tightens the big-M bounds of every hidden layer with LP relaxations (solved by
-    `solver`, default the LP solver of :mod:`explainopt.solvers`).
+    tighten="lp" tightens the big-M bounds of every hidden layer with LP relaxations over the box, and
+    over the box and the l1 ball ``ball = (center, radius)`` where given: x is then constrained to the
+    ball as to the box, so pass one that contains the solution sought (:func:`counterfactual_ball`).
     """
-    return _encode_network(model, network_layers(model), x, lower, upper, tighten, solver, 0.0, False)
+    if ball is not None and tighten != "lp":
+        raise ValueError("ball tightens LP bounds: pass tighten='lp' with it")
+    return _encode_network(model, network_layers(model), x, lower, upper, tighten, solver, 0.0, False, ball)
+
+
+def segment_points(x0, P, valid, *, steps: int = 30) -> np.ndarray:
+    """For every row p of `P` that `valid` accepts (`valid` maps rows to booleans), a point of the segment
+    from `x0` to p that it accepts too, found by bisection (the end towards p always accepted): at most
+    as far from `x0` as p, and often much nearer. One row per accepted row of `P`, in their order."""
+    x0, P = np.asarray(x0, float), np.atleast_2d(np.asarray(P, float))
+    P = P[np.asarray(valid(P), bool)]
+    low, high = np.zeros(len(P)), np.ones(len(P))
+    for _ in range(steps):
+        mid = (low + high) / 2
+        ok = np.asarray(valid(x0 + mid[:, None] * (P - x0)), bool)
+        high, low = np.where(ok, mid, high), np.where(ok, low, mid)
+    return x0 + high[:, None] * (P - x0)
+
+
+def region_descent(layers, x0, p, lower, upper, *, sign: float, margin: float, steps: int = 5) -> np.ndarray:
+    """From a point `p` with ``sign * logit >= margin``, the l1-nearest point to `x0` of the linear region
+    of `p` (its neurons' signs fixed, the network affine there) in the box, an LP; repeated from there
+    for `steps` regions. A step whose LP fails, or whose point a forward pass does not accept (the LP's
+    tolerances), ends the descent: the point returned is always accepted."""
+    x0, p = np.asarray(x0, float), np.asarray(p, float)
+    d = x0.size
+    for _ in range(steps):
+        A, c = np.eye(d), np.zeros(d)  # the current layer's input as A x + c, in p's region
+        rows, rhs = [], []
+        for k, (W, b) in enumerate(layers):
+            Z, z0 = W @ A, W @ c + b
+            if k == len(layers) - 1:
+                rows.append(-sign * Z[:1])
+                rhs.append(sign * z0[:1] - margin - 1e-7)  # above the margin by the LP's feasibility tolerance
+                break
+            on = (Z @ p + z0) > 0
+            s = np.where(on, -1.0, 1.0)  # on: z >= 0; off: z <= 0
+            rows.append(s[:, None] * Z)
+            rhs.append(-s * z0)
+            A, c = Z * on[:, None], z0 * on
+        G = np.hstack([np.vstack(rows), np.zeros((sum(len(r) for r in rows), d))])
+        eye = np.eye(d)  # t >= |x - x0|
+        A_ub = [G, np.hstack([eye, -eye]), np.hstack([-eye, -eye])]
+        b_ub = list(np.concatenate(rhs)) + list(x0) + list(-x0)
+        lp = _relaxation(A_ub, b_ub, [], [], np.r_[lower, np.zeros(d)], np.r_[upper, np.full(d, np.inf)])
+        v = lp.argmin(np.r_[np.zeros(d), np.ones(d)])
+        if v is None or not sign * forward(layers, v[None, :d])[0] >= margin or \
+                np.abs(v[:d] - x0).sum() >= np.abs(p - x0).sum():
+            break
+        p = v[:d]
+    return p
+
+
+def counterfactual_ball(model, x0, X, *, target: int, margin: float = 0.0, starts: int = 5):
+    """``(x0, r)``: the l1 ball around `x0` whose radius r is the distance to the nearest counterfactual
+    known: the points of the segments from `x0` to the rows of `X` whose logit gives class `target` by
+    `margin` (``logit >= margin`` for 1, ``<= -margin`` for 0; :func:`segment_points`), and from the
+    `starts` nearest of them on through linear regions (:func:`region_descent`), or None without one.
+    Such a point is a counterfactual in any box holding `x0` and `X`, so the nearest counterfactual in
+    the l1 norm (with that margin) lies in the ball: LP bounds over the box and the ball
+    (``encode_network(..., tighten="lp", ball=...)``) keep its optimum."""
+    layers, x0, X = network_layers(model), np.asarray(x0, float), np.atleast_2d(np.asarray(X, float))
+    sign = 1.0 if target == 1 else -1.0
+    valid = lambda Z: sign * forward(layers, Z) >= margin  # noqa: E731
+    points = segment_points(x0, X, valid)
+    if not len(points):
+        return None
+    lower, upper = np.minimum(X.min(axis=0), x0), np.maximum(X.max(axis=0), x0)
+    nearest = points[np.argsort(np.abs(points - x0).sum(axis=1))[:starts]]
+    points = np.vstack([points] + [region_descent(layers, x0, p, lower, upper, sign=sign, margin=margin)[None]
+                                   for p in nearest])
+    radius = float(np.abs(points - x0).sum(axis=1).min())
+    return x0, radius + 1e-6 * max(1.0, radius)  # widened against the LP tolerances
 
 
 # ---------------------------------------------------------------------------- interval networks
