@@ -39,6 +39,7 @@ from scipy import stats
 from sklearn.ensemble import IsolationForest
 
 from .. import solvers
+from ..encoders.trees import cell_distance_bound
 from .base import is_valid
 from .nearest import CounterfactualResult, check_target, counterfactual_problem, distance
 
@@ -263,6 +264,23 @@ def _targets(forest_encoding, inlier_encoding, *, target, tau, margin, slack=0.0
     return cons
 
 
+def _distance_objective(problem, weights, cell_bounds: bool):
+    """The weighted l1 distance to the factual, and its constraints.
+
+    With ``cell_bounds``: ``weights @ d`` with ``d >= |x - x0|`` and ``d_f`` at least the distance from
+    ``x0_f`` to the cell the forest's split binaries choose (:func:`~explainopt.encoders.trees.
+    cell_distance_bound`). Those rows are valid, so the optimum and its value are unchanged (at an
+    optimum ``d = |x - x0|``); they tighten the LP relaxation, where a fractional split otherwise moves
+    x for free. Without: the problem's own ``weights @ |x - x0|``.
+    """
+    bound = cell_distance_bound(problem.encoding, problem.x0) if cell_bounds else None
+    if bound is None:
+        return problem.distance, []
+    features, lower = bound
+    d = cp.Variable(len(problem.x0), nonneg=True, name="distance")
+    return weights @ d, [d >= problem.x - problem.x0, d >= problem.x0 - problem.x, d[features] >= lower]
+
+
 def _check_tau(tau) -> float:
     if not 0.0 <= float(tau) <= 1.0:
         raise ValueError(f"tau must lie in [0, 1], got {tau!r}")
@@ -301,7 +319,8 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
                              isolation_forest=None, lof: LofCandidates | None = None, lof_weight: float = 0.0,
                              penalty: float | None = None, margin: float = 1e-5, solver: str | None = None,
                              time_limit: float | None = None, mip_gap: float | None = 1e-4,
-                             reuse: bool = True, warm_start: bool = True) -> list[EnsembleCounterfactual]:
+                             reuse: bool = True, warm_start: bool = True,
+                             cell_bounds: bool = True) -> list[EnsembleCounterfactual]:
     """:func:`ensemble_counterfactual` for each threshold of `taus` (one result per entry, in that order;
     other arguments as there), with one problem per factual and forest.
 
@@ -317,6 +336,9 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     * when the hard problem is infeasible at a threshold, it is infeasible at every higher one: those go
       straight to the relaxation (``relaxed``).
 
+    ``cell_bounds``: the distance bounded below by the split binaries (:func:`_distance_objective`:
+    valid rows, the same optimum, a tighter relaxation).
+
     Each result's ``time`` counts its own solves and checks, and the first solved threshold's also the
     encoding and compilation shared by all. Every point is checked with the forest's ``predict`` and
     ``predict_proba``, reused or not.
@@ -329,14 +351,14 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     target = 1 - int(forest.predict(x0.reshape(1, -1))[0]) if target is None else check_target(target)
     penalty = 5000.0 * len(x0) if penalty is None else float(penalty)
     inlier = None if isolation_forest is None else problem.encode(isolation_forest)
-    objective, lof_cons = problem.distance, []
+    objective, extra = _distance_objective(problem, weights, cell_bounds)
     if lof is not None and lof_weight > 0:
         lof_penalty, lof_cons = _lof_terms(problem.x, lof, weights, spec)
-        objective = objective + lof_weight * lof_penalty
+        objective, extra = objective + lof_weight * lof_penalty, extra + lof_cons
     options = dict(solver=solver, time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start)
     tau_param = cp.Parameter(nonneg=True, name="tau")
     targets = dict(target=target, tau=tau_param, margin=margin)
-    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + lof_cons)
+    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + extra)
     relaxation = None  # (program, slack), built when a hard problem is first infeasible
     infeasible_from = math.inf  # the lowest threshold whose hard problem is proven infeasible
     class_index = list(forest.classes_).index(target)
@@ -366,7 +388,7 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
                 inlier_slack = 0.0 if inlier is None else cp.Variable(nonneg=True)
                 relaxation = (problem.program(objective + penalty * (slack + inlier_slack),
                                               _targets(problem.encoding, inlier, slack=slack,
-                                                       inlier_slack=inlier_slack, **targets) + lof_cons), slack)
+                                                       inlier_slack=inlier_slack, **targets) + extra), slack)
             solution = problem.solve_program(relaxation[0], **options)
             solution.solve_time += solve_time
         found = problem.checked(solution, target=target, started=tau_started)
