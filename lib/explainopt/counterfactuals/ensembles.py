@@ -281,6 +281,79 @@ def _distance_objective(problem, weights, cell_bounds: bool):
     return weights @ d, [d >= problem.x - problem.x0, d >= problem.x0 - problem.x, d[features] >= lower]
 
 
+def _cut_points(encoding, kinds) -> dict:
+    """Per continuous feature, the values just either side of the forest's thresholds on it (the cell
+    boundaries ``t -+ eps`` of the split formulation)."""
+    keys = encoding.variables.get("split_keys")
+    if keys is None:
+        return {}
+    feat, thr, eps = keys
+    return {int(f): np.r_[thr[feat == f] - eps[feat == f], thr[feat == f] + eps[feat == f]]
+            for f in np.unique(feat) if kinds[f] == "continuous"}
+
+
+def _single_moves(x, x0, space, spec, cuts) -> np.ndarray:
+    """The points one move away from x inside the feature space's bounds: a continuous feature to a cell
+    boundary of the forest or back to x0, a binary feature flipped, a one-hot group switched."""
+    rows = []
+
+    def add(columns, values):
+        if np.all((space.lower[columns] <= values) & (values <= space.upper[columns])):
+            row = x.copy()
+            row[columns] = values
+            rows.append(row)
+
+    for f, values in cuts.items():
+        for v in np.unique(np.append(values, x0[f])):
+            if v != x[f]:
+                add([f], [v])
+    groups: dict = {}
+    for j, f in enumerate(spec):
+        if f.kind == "binary" and f.group is None:
+            add([j], [1.0 - x[j]])
+        elif f.group is not None:
+            groups.setdefault(f.group, []).append(j)
+    for columns in groups.values():
+        for j in columns:
+            if x[j] < 0.5:
+                add(columns, (np.array(columns) == j).astype(float))
+    return np.array(rows).reshape(-1, len(x))
+
+
+def _pushed_further(forest, x, *, goal, class_index, x0, weights, space, spec, cuts, max_moves: int = 3):
+    """A point near `x` (a lower threshold's counterfactual) whose forest score reaches `goal`, or None.
+
+    Greedy: while no single move reaches `goal`, take the move with the largest score gain per unit of
+    distance (at most `max_moves` times); then the nearest single move that reaches it. A heuristic for a
+    MIP start only: the solver still proves the optimum."""
+    score, dist = float(forest.predict_proba(x.reshape(1, -1))[0, class_index]), weighted_l1(x, x0, weights)
+    for _ in range(max_moves + 1):
+        candidates = _single_moves(x, x0, space, spec, cuts)
+        if not len(candidates):
+            return None
+        scores = forest.predict_proba(candidates)[:, class_index]
+        dists = weighted_l1(candidates, x0, weights)
+        if (scores >= goal).any():
+            return candidates[scores >= goal][np.argmin(dists[scores >= goal])]
+        best = np.argmax((scores - score) / np.maximum(dists - dist, 1e-9))
+        if scores[best] <= score:
+            return None
+        x, score, dist = candidates[best], scores[best], dists[best]
+    return None
+
+
+def _solve_at(problem, program, box, point, options) -> float:
+    """Solve `program` with x fixed at `point` (its `box` Parameters closed on it), then reopen the box: the
+    completed solution (every auxiliary variable) is the next solve's warm start, a MIP start when it is
+    feasible and nothing when not. Returns the solver's seconds."""
+    lower, upper = box[0].value, box[1].value
+    box[0].value = box[1].value = point
+    try:
+        return problem.solve_program(program, **options).solve_time
+    finally:
+        box[0].value, box[1].value = lower, upper
+
+
 def _check_tau(tau) -> float:
     if not 0.0 <= float(tau) <= 1.0:
         raise ValueError(f"tau must lie in [0, 1], got {tau!r}")
@@ -320,7 +393,7 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
                              penalty: float | None = None, margin: float = 1e-5, solver: str | None = None,
                              time_limit: float | None = None, mip_gap: float | None = 1e-4,
                              reuse: bool = True, warm_start: bool = True,
-                             cell_bounds: bool = True) -> list[EnsembleCounterfactual]:
+                             cell_bounds: bool = True, mip_start: bool = True) -> list[EnsembleCounterfactual]:
     """:func:`ensemble_counterfactual` for each threshold of `taus` (one result per entry, in that order;
     other arguments as there), with one problem per factual and forest.
 
@@ -337,7 +410,11 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
       straight to the relaxation (``relaxed``).
 
     ``cell_bounds``: the distance bounded below by the split binaries (:func:`_distance_objective`:
-    valid rows, the same optimum, a tighter relaxation).
+    valid rows, the same optimum, a tighter relaxation). ``mip_start`` (with ``warm_start``): before a
+    threshold's solve, the last lower threshold's point is pushed to a point of the forest that meets the
+    new one (:func:`_pushed_further`, a greedy search with the forest's own ``predict_proba``), completed
+    by a solve with x fixed there (:func:`_solve_at`) and handed to the solver as its start; its seconds
+    count in ``solve_time``. The start only gives the solver an incumbent: the optimum is still proven.
 
     Each result's ``time`` counts its own solves and checks, and the first solved threshold's also the
     encoding and compilation shared by all. Every point is checked with the forest's ``predict`` and
@@ -358,12 +435,18 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     options = dict(solver=solver, time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start)
     tau_param = cp.Parameter(nonneg=True, name="tau")
     targets = dict(target=target, tau=tau_param, margin=margin)
-    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + extra)
+    box = cp.Parameter(len(x0), name="lower"), cp.Parameter(len(x0), name="upper")  # closed to fix a start
+    box[0].value, box[1].value = problem.space.lower, problem.space.upper
+    mip_start = mip_start and warm_start
+    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + extra
+                           + ([problem.x >= box[0], problem.x <= box[1]] if mip_start else []))
+    cuts = _cut_points(problem.encoding, problem.space.kinds)
     relaxation = None  # (program, slack), built when a hard problem is first infeasible
     infeasible_from = math.inf  # the lowest threshold whose hard problem is proven infeasible
     class_index = list(forest.classes_).index(target)
     results: dict[float, EnsembleCounterfactual] = {}
     previous = None  # (result, encoded target score) of the last hard point proven optimal
+    last = None  # the last hard point found (for a lower threshold): where a MIP start is sought
     for tau in sorted(set(taus)):
         tau_started = started if not results else time.perf_counter()
         if reuse and previous is not None and min(previous[0].score, previous[1]) >= tau + margin:
@@ -377,9 +460,14 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
         solve_time = 0.0
         relaxed = reuse and tau >= infeasible_from
         if not relaxed:
+            start = None if last is None or not mip_start else _pushed_further(
+                forest, last, goal=tau + margin, class_index=class_index, x0=x0, weights=weights,
+                space=problem.space, spec=spec, cuts=cuts)
+            if start is not None:
+                solve_time = _solve_at(problem, hard, box, start, options)
             solution = problem.solve_program(hard, **options)
             relaxed = solution.result.status == solvers.INFEASIBLE
-            solve_time = solution.solve_time
+            solve_time += solution.solve_time
             if relaxed:
                 infeasible_from = min(infeasible_from, tau)
         if relaxed:
@@ -393,6 +481,7 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
             solution.solve_time += solve_time
         found = problem.checked(solution, target=target, started=tau_started)
         x = solution.x
+        last = None if relaxed else x
         if x is None:
             results[tau] = EnsembleCounterfactual(**found, target=target, tau=tau, relaxed=relaxed)
             previous = None
