@@ -15,8 +15,10 @@ What this module offers, by section of the paper:
   B.1, and the result says so (``relaxed``). Naive: ``tau = 1/2``; Direct-SAA: ``tau = p*``;
   Robust-SAA: ``tau = rho*`` (:func:`score_threshold`). Every point is checked with the forest's own
   ``predict``/``predict_proba``. :func:`ensemble_counterfactuals` gives one factual's counterfactuals for
-  several thresholds from one problem (tau a cvxpy Parameter: encoded and compiled once, warm-started,
-  and a lower threshold's optimal point returned where it is provably optimal for a higher one).
+  several thresholds from one problem (tau a cvxpy Parameter: encoded and compiled once, warm-started
+  from a lower threshold's point pushed to the higher one, and that point returned where it is provably
+  optimal for the higher one); the distance is bounded below by the forest's split binaries (valid rows
+  that tighten the relaxation).
 * **Plausibility benchmarks** (Appendix B.2, B.3): isolation-forest inlier constraints
   (:func:`fit_isolation_forest`, through the IsolationForest encoder) and a 1-LOF penalty (weight as a
   parameter) over the ``N_r = 10`` target-class points nearest to the factual (:func:`lof_candidates`).
@@ -326,6 +328,7 @@ def _pushed_further(forest, x, *, goal, class_index, x0, weights, space, spec, c
     Greedy: while no single move reaches `goal`, take the move with the largest score gain per unit of
     distance (at most `max_moves` times); then the nearest single move that reaches it. A heuristic for a
     MIP start only: the solver still proves the optimum."""
+    x = np.where(np.isin(space.kinds, ["binary", "categorical"]), np.round(x), x)  # the solver's 1 - 1e-9
     score, dist = float(forest.predict_proba(x.reshape(1, -1))[0, class_index]), weighted_l1(x, x0, weights)
     for _ in range(max_moves + 1):
         candidates = _single_moves(x, x0, space, spec, cuts)
