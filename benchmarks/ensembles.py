@@ -15,7 +15,11 @@ mode:
 ``chained``   one :func:`ensemble_counterfactuals` call per factual: the problem built and compiled once,
               the thresholds solved in increasing order with warm starts, and a lower threshold's point
               reused where it is provably optimal (``reused``);
-``no-reuse``  ``chained`` without the reuse (compile once and warm starts only).
+``no-reuse``  ``chained`` without the reuse (compile once and warm starts only);
+``no-bounds`` ``chained`` without the distance bounds from the split binaries (``cell_bounds=False``);
+``no-start``  ``chained`` without the MIP start pushed from the lower threshold's point (``mip_start=False``);
+``before``    ``chained`` without either (the problem and solves of ``ensemble_counterfactuals`` before
+              them: compile once, cvxpy's warm start, reuse).
 
 Columns per dataset and mode: mean naive and Direct-SAA ``solve_time`` (the solver's own seconds: the
 chapter's App. C.2 table) and their ratio; the same ratio on process CPU seconds inside the solver calls
@@ -43,7 +47,9 @@ from explainopt.datasets import ENSEMBLE_DATASETS, load_dataset
 from explainopt.experiments import atomic_write_bytes, machine
 
 RESULTS = Path(__file__).parent / "results"
-MODES = ("separate", "chained", "no-reuse")
+MODES = ("separate", "chained", "no-reuse", "no-bounds", "no-start", "before")
+LEVERS = {"no-bounds": dict(cell_bounds=False), "no-start": dict(mip_start=False),
+          "before": dict(cell_bounds=False, mip_start=False)}
 HAS_CHAINED = hasattr(E, "ensemble_counterfactuals")
 
 _solve = solvers.solve
@@ -93,7 +99,8 @@ def solve_factual(mode: str, forest, x0, spec, taus, *, time_limit: float):
 
     solvers.solve = recording
     try:
-        results = E.ensemble_counterfactuals(forest, x0, taus=taus, reuse=mode != "no-reuse", **common)
+        results = E.ensemble_counterfactuals(forest, x0, taus=taus, reuse=mode != "no-reuse", **common,
+                                             **LEVERS.get(mode, {}))  # older libs lack these keywords
     finally:
         solvers.solve = _timed_solve
     for tau, seconds in calls:

@@ -3,6 +3,7 @@
 import math
 from dataclasses import dataclass
 
+import cvxpy as cp
 import numpy as np
 import pytest
 from scipy import stats
@@ -12,7 +13,10 @@ from sklearn.model_selection import train_test_split
 
 from explainopt.counterfactuals import Counterfactual, CounterfactualResult, nearest_counterfactual
 from explainopt.counterfactuals import ensembles as ens
+from explainopt.counterfactuals.nearest import counterfactual_problem
 from explainopt.datasets import load_dataset
+from explainopt.encoders import encode
+from explainopt.encoders.trees import cell_distance_bound
 
 # --------------------------------------------------------------------------- p*(N, alpha)
 
@@ -340,6 +344,70 @@ def test_bad_inputs_are_refused(compas_sim):
         _ce(s, 0, target=2)
     with pytest.raises(ValueError, match="features"):
         ens.ensemble_counterfactual(s.forest, s.X_factual[0][:-1], spec=s.spec)
+
+
+# --------------------------------------------------------------------------- distance bounds from the splits
+
+
+def test_cell_distance_bound_is_the_distance_to_the_chosen_cell_and_never_above_the_distance(compas_sim, rng):
+    """At every integer point of the split binaries (from a point x) the bound is the distance from x0 to
+    the cell of x: never above |x - x0|, and equal to it where x is x0 projected onto that cell."""
+    s = compas_sim
+    x = cp.Variable(s.X_train.shape[1])
+    enc = encode(s.forest, x, lower=np.zeros(x.size), upper=np.ones(x.size))
+    feat, thr, eps = enc.variables["split_keys"]
+    x0 = s.X_factual[0]
+    features, bound = cell_distance_bound(enc, x0)
+    assert set(features) == set(feat)
+    for point in np.r_[s.X_train[:20], rng.uniform(size=(20, x.size))]:
+        point32 = point.astype(np.float32).astype(float)
+        enc.variables["split"].value = (point32[feat] <= thr).astype(float)
+        cell_lo, cell_hi = np.zeros(x.size), np.ones(x.size)  # the cell of the point, margins included
+        for f, t, e, left in zip(feat, thr, eps, point32[feat] <= thr):
+            cell_lo[f], cell_hi[f] = (cell_lo[f], min(cell_hi[f], t - e)) if left else (max(cell_lo[f], t + e),
+                                                                                       cell_hi[f])
+        nearest = np.clip(x0, cell_lo, cell_hi)
+        assert bound.value == pytest.approx(np.abs(nearest - x0)[features], abs=1e-12)
+        inside = np.clip(point, cell_lo, cell_hi)  # the point itself, up to the margins
+        assert np.all(bound.value <= np.abs(inside - x0)[features] + 1e-12)
+
+
+@pytest.mark.parametrize("levers", [dict(cell_bounds=True, mip_start=False), dict(cell_bounds=False, mip_start=True),
+                                    dict(cell_bounds=True, mip_start=True)])
+@pytest.mark.parametrize("i", range(3))
+def test_distance_bounds_and_mip_starts_keep_the_optima_of_the_plain_formulation(compas_sim, i, levers):
+    """cell_bounds adds valid rows only and mip_start an incumbent only: every threshold's optimum equals
+    the plain formulation's, and every point is checked with the forest's own predict."""
+    s = compas_sim
+    taus = [0.5] + [ens.robustness_threshold(s.forest.n_estimators, a) for a in (0.5, 0.3, 0.1, 0.01)]
+    target = 1 - int(s.forest.predict(s.X_factual[i:i + 1])[0])
+    common = dict(spec=s.spec, taus=taus, reuse=False)
+    faster = ens.ensemble_counterfactuals(s.forest, s.X_factual[i], **levers, **common)
+    plain = ens.ensemble_counterfactuals(s.forest, s.X_factual[i], cell_bounds=False, mip_start=False, **common)
+    for tau, ce, alone in zip(taus, faster, plain):
+        _assert_same_optimum(ce, alone, tau, target, s.forest)
+
+
+def test_a_lower_thresholds_point_is_pushed_to_a_point_of_the_feature_space_meeting_a_higher_one(compas_sim):
+    """The MIP start: from the naive counterfactual, a point whose forest score meets the higher goal,
+    inside the bounds, with every one-hot group still one-hot and immutable features unchanged."""
+    s = compas_sim
+    problem = counterfactual_problem(s.forest, s.X_factual[0], s.spec, weights=ens.feature_weights(s.spec))
+    target = 1 - int(s.forest.predict(s.X_factual[:1])[0])
+    naive = _ce(s, 0, tau=0.5)
+    goal = naive.score + 0.05
+    point = ens._pushed_further(s.forest, naive.x, goal=goal, class_index=target, x0=problem.x0,
+                                weights=ens.feature_weights(s.spec), space=problem.space, spec=s.spec,
+                                cuts=ens._cut_points(problem.encoding, problem.space.kinds))
+    assert point is not None
+    assert s.forest.predict_proba(point.reshape(1, -1))[0, target] >= goal
+    assert np.all((problem.space.lower <= point) & (point <= problem.space.upper))
+    for group in {f.group for f in s.spec if f.group is not None}:
+        assert point[[j for j, f in enumerate(s.spec) if f.group == group]].sum() == 1
+    impossible = ens._pushed_further(s.forest, naive.x, goal=1.1, class_index=target, x0=problem.x0,
+                                     weights=ens.feature_weights(s.spec), space=problem.space, spec=s.spec,
+                                     cuts=ens._cut_points(problem.encoding, problem.space.kinds))
+    assert impossible is None
 
 
 # --------------------------------------------------------------------------- float32-safe encoding

@@ -15,8 +15,10 @@ What this module offers, by section of the paper:
   B.1, and the result says so (``relaxed``). Naive: ``tau = 1/2``; Direct-SAA: ``tau = p*``;
   Robust-SAA: ``tau = rho*`` (:func:`score_threshold`). Every point is checked with the forest's own
   ``predict``/``predict_proba``. :func:`ensemble_counterfactuals` gives one factual's counterfactuals for
-  several thresholds from one problem (tau a cvxpy Parameter: encoded and compiled once, warm-started,
-  and a lower threshold's optimal point returned where it is provably optimal for a higher one).
+  several thresholds from one problem (tau a cvxpy Parameter: encoded and compiled once, warm-started
+  from a lower threshold's point pushed to the higher one, and that point returned where it is provably
+  optimal for the higher one); the distance is bounded below by the forest's split binaries (valid rows
+  that tighten the relaxation).
 * **Plausibility benchmarks** (Appendix B.2, B.3): isolation-forest inlier constraints
   (:func:`fit_isolation_forest`, through the IsolationForest encoder) and a 1-LOF penalty (weight as a
   parameter) over the ``N_r = 10`` target-class points nearest to the factual (:func:`lof_candidates`).
@@ -39,6 +41,7 @@ from scipy import stats
 from sklearn.ensemble import IsolationForest
 
 from .. import solvers
+from ..encoders.trees import cell_distance_bound
 from .base import is_valid
 from .nearest import CounterfactualResult, check_target, counterfactual_problem, distance
 
@@ -263,6 +266,97 @@ def _targets(forest_encoding, inlier_encoding, *, target, tau, margin, slack=0.0
     return cons
 
 
+def _distance_objective(problem, weights, cell_bounds: bool):
+    """The weighted l1 distance to the factual, and its constraints.
+
+    With ``cell_bounds``: ``weights @ d`` with ``d >= |x - x0|`` and ``d_f`` at least the distance from
+    ``x0_f`` to the cell the forest's split binaries choose (:func:`~explainopt.encoders.trees.
+    cell_distance_bound`). Those rows are valid, so the optimum and its value are unchanged (at an
+    optimum ``d = |x - x0|``); they tighten the LP relaxation, where a fractional split otherwise moves
+    x for free. Without: the problem's own ``weights @ |x - x0|``.
+    """
+    bound = cell_distance_bound(problem.encoding, problem.x0) if cell_bounds else None
+    if bound is None:
+        return problem.distance, []
+    features, lower = bound
+    d = cp.Variable(len(problem.x0), nonneg=True, name="distance")
+    return weights @ d, [d >= problem.x - problem.x0, d >= problem.x0 - problem.x, d[features] >= lower]
+
+
+def _cut_points(encoding, kinds) -> dict:
+    """Per continuous feature, the values just either side of the forest's thresholds on it (the cell
+    boundaries ``t -+ eps`` of the split formulation)."""
+    keys = encoding.variables.get("split_keys")
+    if keys is None:
+        return {}
+    feat, thr, eps = keys
+    return {int(f): np.r_[thr[feat == f] - eps[feat == f], thr[feat == f] + eps[feat == f]]
+            for f in np.unique(feat) if kinds[f] == "continuous"}
+
+
+def _single_moves(x, x0, space, spec, cuts) -> np.ndarray:
+    """The points one move away from x inside the feature space's bounds: a continuous feature to a cell
+    boundary of the forest or back to x0, a binary feature flipped, a one-hot group switched."""
+    rows = []
+
+    def add(columns, values):
+        if np.all((space.lower[columns] <= values) & (values <= space.upper[columns])):
+            row = x.copy()
+            row[columns] = values
+            rows.append(row)
+
+    for f, values in cuts.items():
+        for v in np.unique(np.append(values, x0[f])):
+            if v != x[f]:
+                add([f], [v])
+    groups: dict = {}
+    for j, f in enumerate(spec):
+        if f.kind == "binary" and f.group is None:
+            add([j], [1.0 - x[j]])
+        elif f.group is not None:
+            groups.setdefault(f.group, []).append(j)
+    for columns in groups.values():
+        for j in columns:
+            if x[j] < 0.5:
+                add(columns, (np.array(columns) == j).astype(float))
+    return np.array(rows).reshape(-1, len(x))
+
+
+def _pushed_further(forest, x, *, goal, class_index, x0, weights, space, spec, cuts, max_moves: int = 3):
+    """A point near `x` (a lower threshold's counterfactual) whose forest score reaches `goal`, or None.
+
+    Greedy: while no single move reaches `goal`, take the move with the largest score gain per unit of
+    distance (at most `max_moves` times); then the nearest single move that reaches it. A heuristic for a
+    MIP start only: the solver still proves the optimum."""
+    x = np.where(np.isin(space.kinds, ["binary", "categorical"]), np.round(x), x)  # the solver's 1 - 1e-9
+    score, dist = float(forest.predict_proba(x.reshape(1, -1))[0, class_index]), weighted_l1(x, x0, weights)
+    for _ in range(max_moves + 1):
+        candidates = _single_moves(x, x0, space, spec, cuts)
+        if not len(candidates):
+            return None
+        scores = forest.predict_proba(candidates)[:, class_index]
+        dists = weighted_l1(candidates, x0, weights)
+        if (scores >= goal).any():
+            return candidates[scores >= goal][np.argmin(dists[scores >= goal])]
+        best = np.argmax((scores - score) / np.maximum(dists - dist, 1e-9))
+        if scores[best] <= score:
+            return None
+        x, score, dist = candidates[best], scores[best], dists[best]
+    return None
+
+
+def _solve_at(problem, program, box, point, options) -> float:
+    """Solve `program` with x fixed at `point` (its `box` Parameters closed on it), then reopen the box: the
+    completed solution (every auxiliary variable) is the next solve's warm start, a MIP start when it is
+    feasible and nothing when not. Returns the solver's seconds."""
+    lower, upper = box[0].value, box[1].value
+    box[0].value = box[1].value = point
+    try:
+        return problem.solve_program(program, **options).solve_time
+    finally:
+        box[0].value, box[1].value = lower, upper
+
+
 def _check_tau(tau) -> float:
     if not 0.0 <= float(tau) <= 1.0:
         raise ValueError(f"tau must lie in [0, 1], got {tau!r}")
@@ -301,7 +395,8 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
                              isolation_forest=None, lof: LofCandidates | None = None, lof_weight: float = 0.0,
                              penalty: float | None = None, margin: float = 1e-5, solver: str | None = None,
                              time_limit: float | None = None, mip_gap: float | None = 1e-4,
-                             reuse: bool = True, warm_start: bool = True) -> list[EnsembleCounterfactual]:
+                             reuse: bool = True, warm_start: bool = True,
+                             cell_bounds: bool = True, mip_start: bool = True) -> list[EnsembleCounterfactual]:
     """:func:`ensemble_counterfactual` for each threshold of `taus` (one result per entry, in that order;
     other arguments as there), with one problem per factual and forest.
 
@@ -317,6 +412,13 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     * when the hard problem is infeasible at a threshold, it is infeasible at every higher one: those go
       straight to the relaxation (``relaxed``).
 
+    ``cell_bounds``: the distance bounded below by the split binaries (:func:`_distance_objective`:
+    valid rows, the same optimum, a tighter relaxation). ``mip_start`` (with ``warm_start``): before a
+    threshold's solve, the last lower threshold's point is pushed to a point of the forest that meets the
+    new one (:func:`_pushed_further`, a greedy search with the forest's own ``predict_proba``), completed
+    by a solve with x fixed there (:func:`_solve_at`) and handed to the solver as its start; its seconds
+    count in ``solve_time``. The start only gives the solver an incumbent: the optimum is still proven.
+
     Each result's ``time`` counts its own solves and checks, and the first solved threshold's also the
     encoding and compilation shared by all. Every point is checked with the forest's ``predict`` and
     ``predict_proba``, reused or not.
@@ -329,19 +431,25 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     target = 1 - int(forest.predict(x0.reshape(1, -1))[0]) if target is None else check_target(target)
     penalty = 5000.0 * len(x0) if penalty is None else float(penalty)
     inlier = None if isolation_forest is None else problem.encode(isolation_forest)
-    objective, lof_cons = problem.distance, []
+    objective, extra = _distance_objective(problem, weights, cell_bounds)
     if lof is not None and lof_weight > 0:
         lof_penalty, lof_cons = _lof_terms(problem.x, lof, weights, spec)
-        objective = objective + lof_weight * lof_penalty
+        objective, extra = objective + lof_weight * lof_penalty, extra + lof_cons
     options = dict(solver=solver, time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start)
     tau_param = cp.Parameter(nonneg=True, name="tau")
     targets = dict(target=target, tau=tau_param, margin=margin)
-    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + lof_cons)
+    box = cp.Parameter(len(x0), name="lower"), cp.Parameter(len(x0), name="upper")  # closed to fix a start
+    box[0].value, box[1].value = problem.space.lower, problem.space.upper
+    mip_start = mip_start and warm_start
+    hard = problem.program(objective, _targets(problem.encoding, inlier, **targets) + extra
+                           + ([problem.x >= box[0], problem.x <= box[1]] if mip_start else []))
+    cuts = _cut_points(problem.encoding, problem.space.kinds)
     relaxation = None  # (program, slack), built when a hard problem is first infeasible
     infeasible_from = math.inf  # the lowest threshold whose hard problem is proven infeasible
     class_index = list(forest.classes_).index(target)
     results: dict[float, EnsembleCounterfactual] = {}
     previous = None  # (result, encoded target score) of the last hard point proven optimal
+    last = None  # the last hard point found (for a lower threshold): where a MIP start is sought
     for tau in sorted(set(taus)):
         tau_started = started if not results else time.perf_counter()
         if reuse and previous is not None and min(previous[0].score, previous[1]) >= tau + margin:
@@ -355,9 +463,14 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
         solve_time = 0.0
         relaxed = reuse and tau >= infeasible_from
         if not relaxed:
+            start = None if last is None or not mip_start else _pushed_further(
+                forest, last, goal=tau + margin, class_index=class_index, x0=x0, weights=weights,
+                space=problem.space, spec=spec, cuts=cuts)
+            if start is not None:
+                solve_time = _solve_at(problem, hard, box, start, options)
             solution = problem.solve_program(hard, **options)
             relaxed = solution.result.status == solvers.INFEASIBLE
-            solve_time = solution.solve_time
+            solve_time += solution.solve_time
             if relaxed:
                 infeasible_from = min(infeasible_from, tau)
         if relaxed:
@@ -366,11 +479,12 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
                 inlier_slack = 0.0 if inlier is None else cp.Variable(nonneg=True)
                 relaxation = (problem.program(objective + penalty * (slack + inlier_slack),
                                               _targets(problem.encoding, inlier, slack=slack,
-                                                       inlier_slack=inlier_slack, **targets) + lof_cons), slack)
+                                                       inlier_slack=inlier_slack, **targets) + extra), slack)
             solution = problem.solve_program(relaxation[0], **options)
             solution.solve_time += solve_time
         found = problem.checked(solution, target=target, started=tau_started)
         x = solution.x
+        last = None if relaxed else x
         if x is None:
             results[tau] = EnsembleCounterfactual(**found, target=target, tau=tau, relaxed=relaxed)
             previous = None

@@ -247,6 +247,7 @@ def _split_formulation(x, st: _Structure, lo, hi, n_trees: int):
     index = {key: k for k, key in enumerate(keys)}
     s = cp.Variable(len(keys), boolean=True, name="split")
     variables["split"] = s
+    variables["split_keys"] = (feat, thr, eps)
     # (2c)/(2d): rows per split node
     rows_l, cols_l, rows_r, cols_r, node_key = [], [], [], [], []
     for r, (_, f, t, ids_left, ids_right) in enumerate(st.splits):
@@ -392,6 +393,38 @@ def mean_path_length(model, X) -> np.ndarray:
     """E[h(x)] recovered from sklearn's ``score_samples`` (the encoded output of an IsolationForest)."""
     c = float(_average_path_length(np.array([model.max_samples_]))[0])
     return -c * np.log2(-model.score_samples(X))
+
+
+def cell_distance_bound(encoding, x0):
+    """Lower bounds on ``|x_f - x0_f|`` that are linear in the split binaries, or None without them.
+
+    Returns (features, bound): a cvxpy expression per feature with active splits. With the thresholds
+    ``t_1 < ... < t_K`` of feature f, their margins, ``b_k = t_k + eps_k`` and ``a_k = t_k - eps_k``,
+    ``s_k = 0`` puts x right of ``b_k`` (at least ``R_k = max(0, b_k - x0_f)`` away) and ``s_k = 1`` left
+    of ``a_k`` (at least ``L_k = max(0, x0_f - a_k)`` away). The bound
+    ``sum_k (R_k - R_{k-1}) (1 - s_k) + sum_k (L_k - L_{k+1}) s_k`` (``R_0 = L_{K+1} = 0``) telescopes, on
+    every chain (2f) of binaries, to the distance from x0_f to the cell the binaries choose, so it is
+    valid (never above ``|x_f - x0_f|``) and exact at integer points, while the big-M linking lets a
+    fractional s move x by nothing (the incremental cost formulation of OCEAN, Parmentier & Vidal 2021).
+    """
+    keys = encoding.variables.get("split_keys")
+    if keys is None:
+        return None
+    feat, thr, eps = keys
+    x0 = np.asarray(x0, dtype=float)
+    features = np.unique(feat)
+    rows, cols, coef, constant = [], [], [], np.zeros(len(features))
+    for r, f in enumerate(features):
+        idx = np.flatnonzero(feat == f)  # sorted by threshold (_split_keys)
+        right = np.maximum(0.0, thr[idx] + eps[idx] - x0[f])
+        left = np.maximum(0.0, x0[f] - (thr[idx] - eps[idx]))
+        d_right, d_left = np.diff(right, prepend=0.0), left - np.append(left[1:], 0.0)
+        constant[r] = d_right.sum()
+        rows += [r] * idx.size
+        cols += list(idx)
+        coef += list(d_left - d_right)
+    G = sp.csr_matrix((coef, (rows, cols)), shape=(len(features), len(feat)))
+    return features, constant + G @ encoding.variables["split"]
 
 
 # ------------------------------------------------------------------------------------ after the solve
