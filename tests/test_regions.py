@@ -437,21 +437,21 @@ def test_a_model_too_large_for_the_licence_falls_back_and_the_region_says_so(mon
         result.solver = "gurobi"
         return result
 
-    class RefusingGurobi(R._HighsBackend):  # the persistent master problem's Gurobi, licence-limited
+    class RefusingGurobi(solvers._HighsMatrix):  # the persistent master problem's Gurobi, licence-limited
         name = "gurobi"
 
-        def solve(self, m, time_limit):
-            if m.n_cols > 60:
-                raise R._LicenceLimit("gurobi: licence too small")
-            return super().solve(m, time_limit)
+        def solve(self, time_limit):
+            if self.m.n_cols > 60:
+                raise solvers.LicenceLimitError("gurobi: licence too small")
+            return super().solve(time_limit)
 
     X, y = _data()
     model = RandomForestClassifier(n_estimators=5, max_depth=3, random_state=0).fit(X, y)
     plain = R.robust_region(model, X[2], rho=0.05, time_limit=60)
     monkeypatch.setattr(solvers, "choose_solver", choose)
     monkeypatch.setattr(solvers, "_solve_with", solve_with)
-    monkeypatch.setitem(R.PERSISTENT, "gurobi", RefusingGurobi)
-    monkeypatch.setattr(R, "gurobipy", R.gurobipy or object())
+    monkeypatch.setitem(solvers.MATRIX_SOLVERS, "gurobi", RefusingGurobi)
+    monkeypatch.setattr(solvers, "gurobipy", solvers.gurobipy or object())
     region = R.robust_region(model, X[2], rho=0.05, time_limit=60, solver="gurobi")
     assert region.converged and region.distance == pytest.approx(plain.distance, abs=1e-6)
     assert region.fallback_from == "gurobi" and "highs" in region.solver and "gurobi" in region.solver
@@ -481,7 +481,7 @@ def test_the_persistent_master_finds_the_optimum_of_the_cvxpy_master(model, norm
     X, y = _data()
     model.fit(X, y)
     fast = [R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120) for x0 in X[:3]]
-    monkeypatch.setattr(R, "PERSISTENT", {})
+    monkeypatch.setattr(R.solvers, "MATRIX_SOLVERS", {})
     for x0, region in zip(X[:3], fast):
         plain = R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120)
         assert region.converged and plain.converged

@@ -168,3 +168,103 @@ def test_solver_options_in_the_solvers_own_names_reach_the_solver():
     stopped = solve(problem(), solver="highs", options={"simplex_iteration_limit": 0, "presolve": "off"})
     assert stopped.status == "no_solution"
     assert solve(problem(), solver="clarabel", options={"max_iter": 1}).status == "time_limit"
+
+
+# --------------------------------------------------------------------------- MatrixMILP: a MILP kept alive in the solver
+
+def _knapsack(**kwargs) -> solvers.MatrixMILP:
+    """max 5a + 4b + 3c (minimize the negative) s.t. 2a + 3b + c <= 5, binaries: optimum a = b = 1, -9."""
+    m = solvers.MatrixMILP(**kwargs)
+    v = m.add_columns(3, upper=1.0, cost=[-5.0, -4.0, -3.0], integer=True)
+    m.add_row(v, [2.0, 3.0, 1.0], upper=5.0)
+    return m
+
+
+MATRIX = [s for s in ("highs", "gurobi") if solvers.solver_available(s) and solvers.matrix_solver(s) == s]
+
+
+@pytest.mark.parametrize("name", MATRIX)
+def test_matrix_milp_is_optimal_with_values_and_a_dual_bound_and_grows_between_solves(name):
+    m = _knapsack()
+    res = m.solve(solver=name)
+    assert res.status == solvers.OPTIMAL and res.solver == name and res.fallback_from is None
+    assert res.objective == pytest.approx(-9.0) and res.dual_bound <= res.objective + 1e-6
+    np.testing.assert_allclose(res.values, [1, 1, 0], atol=1e-6)
+    m.add_row([0, 1], [1.0, 1.0], upper=1.0)  # a + b <= 1: now a + c
+    res = m.solve(solver=name)
+    assert res.objective == pytest.approx(-8.0)
+    extra = m.add_columns(1, upper=1.0, cost=-10.0, integer=True)  # a new item that fits nothing else
+    m.add_row(np.r_[[0, 1, 2], extra], [2.0, 3.0, 1.0, 5.0], upper=5.0)
+    res = m.solve(solver=name)
+    assert res.objective == pytest.approx(-10.0) and len(res.values) == 4
+
+
+@pytest.mark.parametrize("name", MATRIX)
+def test_matrix_milp_status_vocabulary(name):
+    m = _knapsack(bounded=True)
+    m.add_row([0, 1, 2], 1.0, lower=4.0)  # three binaries summing to 4: infeasible
+    res = m.solve(solver=name)
+    assert res.status == solvers.INFEASIBLE and res.values is None and res.objective is None
+    free = solvers.MatrixMILP()  # minimize -v, v >= 0 integer: unbounded (decided without presolve's shortcut)
+    free.add_columns(1, cost=-1.0, integer=True)
+    free.add_row([0], 1.0, lower=0.0)
+    assert free.solve(solver=name).status == solvers.UNBOUNDED
+    assert not free.solve(solver=name).has_solution
+
+
+def test_matrix_milp_without_a_backend_for_the_solver_says_so(monkeypatch):
+    monkeypatch.setattr(solvers, "choose_solver", lambda kind, solver=None: "scip")
+    assert solvers.matrix_solver("scip") is None
+    with pytest.raises(SolverUnavailableError, match="MatrixMILP runs on"):
+        _knapsack().solve(solver="scip")
+
+
+class _RefusingGurobi(solvers._HighsMatrix):
+    """Gurobi with a size-limited licence, simulated: it refuses models of more than 3 columns."""
+
+    name = "gurobi"
+    calls = 0
+
+    def solve(self, time_limit):
+        type(self).calls += 1
+        if self.m.n_cols > 3:
+            raise solvers.LicenceLimitError("gurobi: licence too small (simulated)")
+        return super().solve(time_limit)
+
+
+@pytest.fixture
+def refusing_gurobi(monkeypatch):
+    real_choose = solvers.choose_solver
+    monkeypatch.setattr(solvers, "choose_solver",
+                        lambda kind, solver=None: "gurobi" if solver == "gurobi" else real_choose(kind, solver))
+    monkeypatch.setitem(solvers.MATRIX_SOLVERS, "gurobi", _RefusingGurobi)
+    monkeypatch.setattr(solvers, "gurobipy", solvers.gurobipy or object())
+    _RefusingGurobi.calls = 0
+
+
+def test_matrix_milp_refused_by_the_licence_moves_to_highs_for_good(refusing_gurobi):
+    m = _knapsack()
+    res = m.solve(solver="gurobi")
+    assert res.solver == "gurobi" and res.fallback_from is None and res.objective == pytest.approx(-9.0)
+    extra = m.add_columns(1, upper=1.0, cost=-10.0, integer=True)
+    m.add_row(np.r_[[0, 1, 2], extra], [2.0, 3.0, 1.0, 5.0], upper=5.0)
+    res = m.solve(solver="gurobi")
+    assert res.status == solvers.OPTIMAL and res.objective == pytest.approx(-10.0)
+    assert res.solver == "highs" and res.fallback_from == "gurobi" and "licence too small" in res.message
+    calls = _RefusingGurobi.calls
+    res = m.solve(solver="gurobi")  # the model stays with HiGHS: Gurobi is not asked again
+    assert _RefusingGurobi.calls == calls and res.solver == "highs" and res.fallback_from == "gurobi"
+
+
+def test_matrix_milp_refused_by_the_licence_without_fallback_is_a_licence_limit(refusing_gurobi):
+    m = _knapsack()
+    m.add_columns(1, cost=0.0, upper=1.0)
+    res = m.solve(solver="gurobi", fallback=False)
+    assert res.status == solvers.LICENCE_LIMIT and not res.has_solution and res.values is None
+
+
+def test_highs_options_come_from_one_place_for_both_paths(monkeypatch):
+    monkeypatch.setitem(solvers.HIGHS_OPTIONS, "random_seed", 7)  # a change made there reaches both paths
+    assert solvers._options("highs", None, None, None)["random_seed"] == 7
+    got = solvers._HighsMatrix(_knapsack()).h.getOptionValue("random_seed")
+    assert (got[-1] if isinstance(got, tuple) else got) == 7

@@ -19,6 +19,16 @@ Every solve returns a :class:`SolveResult` with one status vocabulary:
 A model refused by a size-limited licence is, by default, solved again with the open-source solver
 of its class: the result then names that solver and keeps ``fallback_from`` and the reason, so a
 chapter can say which of its cells fell back instead of counting them as failures.
+
+Beside the cvxpy path, :class:`MatrixMILP` is a MILP in matrix form that is only ever grown (add
+columns, add rows) and kept alive in HiGHS or Gurobi across solves: each solve hands the solver only
+what was added since the last one, with no modelling layer to recompile (cutting-plane loops such as
+Algorithm 1 of Maragno et al. re-solve one growing model many times). Its :meth:`MatrixMILP.solve`
+returns a :class:`MILPSolution` (a :class:`SolveResult` with the values and the proven dual bound), with
+the same statuses and the same licence fallback (``fallback_from``).
+
+Solver options are set in one place per solver: :data:`HIGHS_OPTIONS` and :data:`GUROBI_OPTIONS` (the
+fixed ones, e.g. the random seed) apply to both paths, cvxpy's and :class:`MatrixMILP`'s.
 """
 
 from __future__ import annotations
@@ -32,6 +42,17 @@ import warnings
 from dataclasses import dataclass
 
 import cvxpy as cp
+import numpy as np
+import scipy.sparse as sp
+
+try:
+    import highspy
+except ImportError:  # an interpreter without highspy: MatrixMILP has no HiGHS
+    highspy = None
+try:
+    import gurobipy
+except ImportError:  # Gurobi is optional
+    gurobipy = None
 
 log = logging.getLogger(__name__)
 
@@ -62,12 +83,15 @@ CAPABLE = {
 }
 
 
-#: HiGHS options of every solve. The MIP feasibility tolerance (HiGHS's default 1e-6) sits far below the
-#: margins that the encoders give strict inequalities (split margins, score margins of 1e-5): with the
-#: default, HiGHS 1.15.1 reported "optimal" at distance 0.1826 for a chapter-5 forest counterfactual whose
-#: optimum is 0.1187 (tests/test_solver_regressions.py); with 1e-9 it finds 0.1187, at the same CPU time on
-#: 64 chapter-5 MILPs (143 s against 147 s).
-HIGHS_DEFAULTS = {"random_seed": 0, "mip_feasibility_tolerance": 1e-9}
+#: The fixed HiGHS options of every solve, in HiGHS's own names (cvxpy's path and :class:`MatrixMILP`). The
+#: MIP feasibility tolerance is 1e-9 (HiGHS's default: 1e-6), far below the margins that the encoders give
+#: strict inequalities (split and score margins of about 1e-5). With the default, HiGHS 1.15.1 reported
+#: "optimal" at distance 0.1826 for a chapter-5 forest counterfactual whose optimum is 0.1187
+#: (tests/test_solver_regressions.py); with 1e-9 it finds 0.1187, at the same CPU time on 64 chapter-5
+#: MILPs (143 s against 147 s).
+HIGHS_OPTIONS = {"random_seed": 0, "mip_feasibility_tolerance": 1e-9}
+#: The fixed Gurobi parameters of every solve (cvxpy's path and :class:`MatrixMILP`).
+GUROBI_OPTIONS = {"Seed": 0}
 
 
 class SolverUnavailableError(RuntimeError):
@@ -180,7 +204,7 @@ def _options(name: str, time_limit: float | None, mip_gap: float | None, threads
             opts["mip_rel_gap"] = float(mip_gap)
         if threads is not None:
             opts["threads"] = int(threads)
-        opts |= HIGHS_DEFAULTS
+        opts.update(HIGHS_OPTIONS)
     elif name == "gurobi":
         if time_limit is not None:
             opts["TimeLimit"] = float(time_limit)
@@ -188,7 +212,7 @@ def _options(name: str, time_limit: float | None, mip_gap: float | None, threads
             opts["MIPGap"] = float(mip_gap)
         if threads is not None:
             opts["Threads"] = int(threads)
-        opts["Seed"] = 0
+        opts.update(GUROBI_OPTIONS)
     elif name == "scip":
         params = {}
         if time_limit is not None:
@@ -319,10 +343,8 @@ def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, v
 def licence_size_limit(name: str) -> int | None:
     """The largest number of variables or constraints the installed licence of `name` accepts, or
     None when it is not size-limited (probed once per process; Gurobi's pip licence: 2000)."""
-    if name != "gurobi" or not solver_available(name):
+    if name != "gurobi" or gurobipy is None or not solver_available(name):
         return None
-    import gurobipy
-
     with gurobipy.Env(params={"OutputFlag": 0}) as env, gurobipy.Model(env=env) as model:
         model.addMVar(2001)
         try:
@@ -354,3 +376,244 @@ def _gap(problem: cp.Problem) -> float | None:
     if gap is None or not math.isfinite(gap) or gap > 1e20:
         return None
     return float(gap)
+
+
+# =========================================================================== a MILP kept alive in the solver
+
+@dataclass
+class MILPSolution(SolveResult):
+    """A :class:`SolveResult` of :meth:`MatrixMILP.solve` with the column values (None without a
+    solution) and the solver's proven lower bound on the optimum (None without one)."""
+
+    values: np.ndarray | None = None
+    dual_bound: float | None = None
+
+
+class LicenceLimitError(RuntimeError):
+    """A size-limited commercial licence refused a :class:`MatrixMILP` (raised by its backends only)."""
+
+
+class MatrixMILP:
+    """Minimize ``cost @ v`` subject to ``row_lower <= A v <= row_upper`` and ``lower <= v <= upper``
+    (some columns integer), a model that is only ever grown and kept alive in the solver.
+
+    :meth:`add_columns` and :meth:`add_row` grow it; :meth:`solve` hands the solver (HiGHS or Gurobi,
+    :data:`MATRIX_SOLVERS`) only the columns and rows added since its last solve, so a re-solve
+    starts from the solver's state (no rebuilding, no compilation). A model that a size-limited licence
+    refuses is moved to HiGHS for good (``fallback_from`` names the refusing solver), as :func:`solve`
+    does for cvxpy problems.
+
+    bounded : the caller knows the feasible set is bounded, so a presolve answer "infeasible or
+        unbounded" means infeasible; otherwise the solver decides it once more without that reduction.
+    """
+
+    def __init__(self, *, bounded: bool = False):
+        self.bounded = bounded
+        self.col_lower, self.col_upper, self.cost, self.integer = [], [], [], []
+        self.i, self.j, self.a, self.row_lower, self.row_upper = [], [], [], [], []
+        self.backend = None
+        self.fallback_from: str | None = None
+        self.message = ""
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.cost)
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.row_lower)
+
+    def add_columns(self, n: int, *, lower=0.0, upper=math.inf, cost=0.0, integer: bool = False) -> np.ndarray:
+        """Add `n` columns (scalars or arrays of length `n` for the bounds and costs); their indices."""
+        first = self.n_cols
+        self.col_lower.extend(np.broadcast_to(np.asarray(lower, float), (n,)).tolist())
+        self.col_upper.extend(np.broadcast_to(np.asarray(upper, float), (n,)).tolist())
+        self.cost.extend(np.broadcast_to(np.asarray(cost, float), (n,)).tolist())
+        self.integer.extend([integer] * n)
+        return np.arange(first, first + n)
+
+    def add_row(self, cols, coefs, *, lower=-math.inf, upper=math.inf) -> None:
+        """Add the row ``lower <= sum_k coefs[k] v[cols[k]] <= upper`` (coefs: one per column or a scalar)."""
+        r = self.n_rows
+        cols = np.atleast_1d(cols)
+        self.i.extend([r] * len(cols))
+        self.j.extend(int(c) for c in cols)
+        self.a.extend(np.broadcast_to(np.asarray(coefs, float), (len(cols),)).tolist())
+        self.row_lower.append(float(lower))
+        self.row_upper.append(float(upper))
+
+    def rows_since(self, first_row: int, first_entry: int) -> sp.csr_matrix:
+        """The rows from `first_row` on (their entries start at `first_entry`) over every column."""
+        i = np.asarray(self.i[first_entry:], dtype=np.int64) - first_row
+        return sp.csr_matrix((self.a[first_entry:], (i, self.j[first_entry:])),
+                             shape=(self.n_rows - first_row, self.n_cols))
+
+    def solve(self, *, solver: str | None = None, time_limit: float | None = None,
+              fallback: bool = True) -> MILPSolution:
+        """Solve with `solver` (as :func:`choose_solver` reads it; it must be one of
+        :data:`MATRIX_SOLVERS`), keeping the solver's model for the next solve."""
+        name = "highs" if self.fallback_from else choose_solver("milp", solver)
+        if name not in MATRIX_SOLVERS or not _matrix_importable(name):
+            raise SolverUnavailableError(f"MatrixMILP runs on {sorted(MATRIX_SOLVERS)}, not {name!r}")
+        if self.backend is None or self.backend.name != name:
+            self.backend = MATRIX_SOLVERS[name](self)
+        start = time.perf_counter()
+        try:
+            solution = self.backend.solve(time_limit)
+        except LicenceLimitError as exc:
+            if not fallback:
+                return MILPSolution(LICENCE_LIMIT, None, name, time.perf_counter() - start, message=str(exc))
+            log.info(str(exc))
+            self.fallback_from, self.message = name, str(exc)
+            self.backend = MATRIX_SOLVERS["highs"](self)
+            solution = self.backend.solve(time_limit)
+        solution.solve_time = time.perf_counter() - start
+        solution.fallback_from, solution.message = self.fallback_from, self.message or solution.message
+        return solution
+
+
+def matrix_solver(solver: str | None = None) -> str | None:
+    """The solver :meth:`MatrixMILP.solve` would use for `solver`, or None when it has no
+    :class:`MatrixMILP` backend (a cvxpy model must serve then)."""
+    name = choose_solver("milp", solver)
+    return name if name in MATRIX_SOLVERS and _matrix_importable(name) else None
+
+
+def _matrix_importable(name: str) -> bool:
+    return {"highs": highspy, "gurobi": gurobipy}.get(name) is not None
+
+
+def _solution(status, objective, name, values, dual_bound, message="") -> MILPSolution:
+    """A backend's answer; values and objective only where a feasible point is held."""
+    if status not in (OPTIMAL, TIME_LIMIT):
+        objective = values = None
+    return MILPSolution(status, objective, name, 0.0, message=message, values=values, dual_bound=dual_bound)
+
+
+class _HighsMatrix:
+    """:class:`MatrixMILP` in HiGHS through highspy (its defaults and :data:`HIGHS_OPTIONS`)."""
+
+    name = "highs"
+
+    def __init__(self, m: MatrixMILP):
+        self.m, self.h = m, highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        for key, value in HIGHS_OPTIONS.items():
+            self.h.setOptionValue(key, value)
+        self.cols = self.rows = self.entries = 0
+
+    def _sync(self) -> None:
+        m, n = self.m, self.m.n_cols - self.cols
+        if n:
+            s = slice(self.cols, m.n_cols)
+            self.h.addCols(n, np.array(m.cost[s]), np.array(m.col_lower[s]), np.array(m.col_upper[s]), 0,
+                           np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
+            idx = np.flatnonzero(m.integer[s])
+            if len(idx):
+                self.h.changeColsIntegrality(len(idx), (self.cols + idx).astype(np.int32),
+                                             np.full(len(idx), highspy.HighsVarType.kInteger))
+        if m.n_rows > self.rows:
+            A = m.rows_since(self.rows, self.entries)
+            self.h.addRows(A.shape[0], np.array(m.row_lower[self.rows:]), np.array(m.row_upper[self.rows:]), A.nnz,
+                           A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data)
+        self.cols, self.rows, self.entries = m.n_cols, m.n_rows, len(m.a)
+
+    def solve(self, time_limit) -> MILPSolution:
+        self._sync()
+        self.h.setOptionValue("time_limit", math.inf if time_limit is None else float(time_limit))
+        self.h.run()
+        S = highspy.HighsModelStatus
+        if self.h.getModelStatus() == S.kUnboundedOrInfeasible and not self.m.bounded:
+            self.h.setOptionValue("presolve", "off")  # decide between the two without presolve's reduction
+            self.h.run()
+            self.h.setOptionValue("presolve", "choose")
+        status, info = self.h.getModelStatus(), self.h.getInfo()
+        feasible = int(info.primal_solution_status) == 2  # kSolutionStatusFeasible
+        if status == S.kOptimal:
+            code = OPTIMAL
+        elif status == S.kInfeasible or status == S.kUnboundedOrInfeasible and self.m.bounded:
+            code = INFEASIBLE
+        elif status == S.kUnbounded:
+            code = UNBOUNDED
+        elif status in (S.kTimeLimit, S.kIterationLimit, S.kSolutionLimit, S.kInterrupt):
+            code = TIME_LIMIT if feasible else NO_SOLUTION
+        else:
+            code = ERROR
+        bound = float(info.mip_dual_bound) if any(self.m.integer) else float(info.objective_function_value)
+        return _solution(code, float(info.objective_function_value), self.name,
+                         np.array(self.h.getSolution().col_value), bound if math.isfinite(bound) else None,
+                         message="" if code != ERROR else f"HiGHS model status {self.h.modelStatusToString(status)}")
+
+
+class _GurobiMatrix:
+    """:class:`MatrixMILP` in Gurobi through gurobipy (:data:`GUROBI_OPTIONS`; other parameters from a
+    ``gurobi.env`` where present, as cvxpy's Gurobi interface does). A size-limited licence raises
+    :class:`LicenceLimitError`."""
+
+    name = "gurobi"
+
+    def __init__(self, m: MatrixMILP):
+        self.m = m
+        self.env = gurobipy.Env(params={"OutputFlag": 0})
+        self.model = gurobipy.Model(env=self.env)
+        for key, value in GUROBI_OPTIONS.items():
+            self.model.setParam(key, value)
+        self.vars: list = []
+        self.rows = self.entries = 0
+
+    def _sync(self) -> None:
+        m, s = self.m, slice(len(self.vars), self.m.n_cols)
+        if m.n_cols > len(self.vars):
+            kinds = [gurobipy.GRB.INTEGER if k else gurobipy.GRB.CONTINUOUS for k in m.integer[s]]
+            new = self.model.addMVar(m.n_cols - len(self.vars), lb=np.array(m.col_lower[s]),
+                                     ub=np.array(m.col_upper[s]), obj=np.array(m.cost[s]), vtype=kinds)
+            self.model.update()
+            self.vars.extend(new.tolist())
+        if m.n_rows > self.rows:
+            A = m.rows_since(self.rows, self.entries)
+            lower, upper = np.array(m.row_lower[self.rows:]), np.array(m.row_upper[self.rows:])
+            v = gurobipy.MVar.fromlist(self.vars)
+            for sense, keep, rhs in (("=", lower == upper, lower), (">", (lower != upper) & np.isfinite(lower), lower),
+                                     ("<", (lower != upper) & np.isfinite(upper), upper)):
+                if keep.any():
+                    self.model.addMConstr(A[keep], v, sense, rhs[keep])
+        self.rows, self.entries = m.n_rows, len(m.a)
+
+    def _optimize(self) -> None:
+        try:
+            self.model.optimize()
+        except gurobipy.GurobiError as exc:
+            if exc.errno == gurobipy.GRB.Error.SIZE_LIMIT_EXCEEDED:
+                raise LicenceLimitError(f"gurobi: licence too small ({self.m.n_cols} variables, "
+                                        f"{self.m.n_rows} constraints): {exc}") from exc
+            raise
+
+    def solve(self, time_limit) -> MILPSolution:
+        self._sync()
+        self.model.Params.TimeLimit = math.inf if time_limit is None else float(time_limit)
+        self._optimize()
+        G = gurobipy.GRB
+        if self.model.Status == G.INF_OR_UNBD and not self.m.bounded:
+            self.model.Params.DualReductions = 0  # decide between the two
+            self._optimize()
+            self.model.Params.DualReductions = 1
+        status, found = self.model.Status, self.model.SolCount > 0
+        if status == G.OPTIMAL:
+            code = OPTIMAL
+        elif status == G.INFEASIBLE or status == G.INF_OR_UNBD and self.m.bounded:
+            code = INFEASIBLE
+        elif status == G.UNBOUNDED:
+            code = UNBOUNDED
+        elif status in (G.TIME_LIMIT, G.NODE_LIMIT, G.ITERATION_LIMIT, G.SOLUTION_LIMIT, G.INTERRUPTED):
+            code = TIME_LIMIT if found else NO_SOLUTION
+        else:
+            code = ERROR
+        values = np.array([v.X for v in self.vars]) if found else None
+        bound = float(self.model.ObjBound) if self.model.IsMIP and found else (
+            float(self.model.ObjVal) if found else None)
+        return _solution(code, float(self.model.ObjVal) if found else None, self.name, values, bound,
+                         message="" if code != ERROR else f"Gurobi status {status}")
+
+
+#: The solvers that hold a :class:`MatrixMILP` alive, by name.
+MATRIX_SOLVERS = {"highs": _HighsMatrix, "gurobi": _GurobiMatrix}

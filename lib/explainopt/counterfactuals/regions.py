@@ -23,8 +23,8 @@ boosting init offset, the decision rule) and turned into leaf boxes (:func:`tree
 weights come from :func:`explainopt.encoders.linear_weights`.
 
 The master problem of HiGHS and Gurobi (l1 and l-inf objectives) is kept alive in the solver across
-the iterations (:class:`PersistentMaster`: a scenario adds columns and rows, nothing is rebuilt or
-recompiled); for trees and ensembles it lives in the space of x, and with the l-inf box each adverse
+the iterations (:class:`PersistentMaster` on :class:`explainopt.solvers.MatrixMILP`: a scenario adds
+columns and rows, nothing is rebuilt or recompiled); for trees and ensembles it lives in the space of x, and with the l-inf box each adverse
 cell the AP finds is excluded by one row ("the box of x misses the cell") instead of a model copy per
 scenario: every robust x satisfies it, so the optimum is the same. Other solvers and the l2 objective
 use the cvxpy :class:`MasterProblem`.
@@ -46,16 +46,7 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
-import scipy.sparse as sp
 
-try:
-    import highspy
-except ImportError:  # an interpreter without highspy: the cvxpy master problem serves
-    highspy = None
-try:
-    import gurobipy
-except ImportError:  # Gurobi is optional
-    gurobipy = None
 
 from .. import solvers
 from ..encoders import Tree, encode, linear_weights, model_family, model_predict, tree_ensemble
@@ -564,171 +555,10 @@ def _adverse_core(boxes: TreeBoxes, point, target: int) -> tuple[np.ndarray, np.
     return cell_lo, cell_hi
 
 
-class _Model:
-    """A MILP in matrix form, only ever grown: columns ``lower <= v <= upper`` (some integer) with
-    linear costs, and rows ``row_lower <= A v <= row_upper`` kept as triplets. A solver backend
-    (:class:`_HighsBackend`, :class:`_GurobiBackend`) holds it alive and receives only what was added
-    since its last solve."""
-
-    def __init__(self):
-        self.col_lower, self.col_upper, self.cost, self.integer = [], [], [], []
-        self.i, self.j, self.a, self.row_lower, self.row_upper = [], [], [], [], []
-
-    @property
-    def n_cols(self) -> int:
-        return len(self.cost)
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.row_lower)
-
-    def cols(self, n: int, *, lower=0.0, upper=math.inf, cost=0.0, integer: bool = False) -> np.ndarray:
-        """Add `n` columns; their indices."""
-        first = self.n_cols
-        self.col_lower.extend(np.broadcast_to(np.asarray(lower, float), (n,)).tolist())
-        self.col_upper.extend(np.broadcast_to(np.asarray(upper, float), (n,)).tolist())
-        self.cost.extend(np.broadcast_to(np.asarray(cost, float), (n,)).tolist())
-        self.integer.extend([integer] * n)
-        return np.arange(first, first + n)
-
-    def row(self, cols, coefs, *, lower=-math.inf, upper=math.inf) -> None:
-        """Add the row ``lower <= sum coefs[k] v[cols[k]] <= upper``."""
-        r = self.n_rows
-        cols = np.atleast_1d(cols)
-        self.i.extend([r] * len(cols))
-        self.j.extend(int(c) for c in cols)
-        self.a.extend(np.broadcast_to(np.asarray(coefs, float), (len(cols),)).tolist())
-        self.row_lower.append(float(lower))
-        self.row_upper.append(float(upper))
-
-    def rows_since(self, first_row: int, first_entry: int) -> sp.csr_matrix:
-        """The rows from `first_row` on (their entries start at `first_entry`) over every column."""
-        i = np.asarray(self.i[first_entry:], dtype=np.int64) - first_row
-        return sp.csr_matrix((self.a[first_entry:], (i, self.j[first_entry:])),
-                             shape=(self.n_rows - first_row, self.n_cols))
-
-
-class _HighsBackend:
-    """HiGHS through highspy, one model alive across Algorithm 1's iterations (options as
-    :func:`explainopt.solvers.solve` sets them: its defaults, seed 0)."""
-
-    name = "highs"
-
-    def __init__(self):
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
-        self.h.setOptionValue("random_seed", 0)
-        self.cols = self.rows = self.entries = 0
-
-    def _sync(self, m: _Model) -> None:
-        n = m.n_cols - self.cols
-        if n:
-            s = slice(self.cols, m.n_cols)
-            self.h.addCols(n, np.array(m.cost[s]), np.array(m.col_lower[s]), np.array(m.col_upper[s]), 0,
-                           np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0))
-            idx = np.flatnonzero(m.integer[s])
-            if len(idx):
-                self.h.changeColsIntegrality(len(idx), (self.cols + idx).astype(np.int32),
-                                             np.full(len(idx), highspy.HighsVarType.kInteger))
-        if m.n_rows > self.rows:
-            A = m.rows_since(self.rows, self.entries)
-            self.h.addRows(A.shape[0], np.array(m.row_lower[self.rows:]), np.array(m.row_upper[self.rows:]), A.nnz,
-                           A.indptr.astype(np.int32), A.indices.astype(np.int32), A.data)
-        self.cols, self.rows, self.entries = m.n_cols, m.n_rows, len(m.a)
-
-    def dual_bound(self) -> float:
-        """The last solve's proven lower bound on the optimum."""
-        return float(self.h.getInfo().mip_dual_bound)
-
-    def solve(self, m: _Model, time_limit) -> tuple[str, float | None, np.ndarray | None]:
-        self._sync(m)
-        self.h.setOptionValue("time_limit", math.inf if time_limit is None else float(time_limit))
-        self.h.run()
-        status, S = self.h.getModelStatus(), highspy.HighsModelStatus
-        feasible = int(self.h.getInfo().primal_solution_status) == 2
-        if status == S.kOptimal:
-            code = solvers.OPTIMAL
-        elif status in (S.kInfeasible, S.kUnboundedOrInfeasible):  # the master is bounded by construction
-            code = solvers.INFEASIBLE
-        elif status in (S.kTimeLimit, S.kIterationLimit, S.kSolutionLimit, S.kInterrupt):
-            code = solvers.TIME_LIMIT if feasible else solvers.NO_SOLUTION
-        else:
-            code = solvers.ERROR
-        if code not in (solvers.OPTIMAL, solvers.TIME_LIMIT):
-            return code, None, None
-        return code, float(self.h.getInfo().objective_function_value), np.array(self.h.getSolution().col_value)
-
-
-class _GurobiBackend:
-    """Gurobi through gurobipy, one model alive across iterations (Seed 0; other parameters from a
-    ``gurobi.env`` where present, as cvxpy's Gurobi interface does). A size-limited licence raises
-    :class:`_LicenceLimit`."""
-
-    name = "gurobi"
-
-    def __init__(self):
-        self.env = gurobipy.Env(params={"OutputFlag": 0})
-        self.model = gurobipy.Model(env=self.env)
-        self.model.Params.Seed = 0
-        self.vars: list = []
-        self.rows = self.entries = 0
-
-    def _sync(self, m: _Model) -> None:
-        s = slice(len(self.vars), m.n_cols)
-        if m.n_cols > len(self.vars):
-            kinds = [gurobipy.GRB.INTEGER if k else gurobipy.GRB.CONTINUOUS for k in m.integer[s]]
-            new = self.model.addMVar(m.n_cols - len(self.vars), lb=np.array(m.col_lower[s]),
-                                     ub=np.array(m.col_upper[s]), obj=np.array(m.cost[s]), vtype=kinds)
-            self.model.update()
-            self.vars.extend(new.tolist())
-        if m.n_rows > self.rows:
-            A = m.rows_since(self.rows, self.entries)
-            lower, upper = np.array(m.row_lower[self.rows:]), np.array(m.row_upper[self.rows:])
-            v = gurobipy.MVar.fromlist(self.vars)
-            for sense, keep, rhs in (("=", lower == upper, lower), (">", (lower != upper) & np.isfinite(lower), lower),
-                                     ("<", (lower != upper) & np.isfinite(upper), upper)):
-                if keep.any():
-                    self.model.addMConstr(A[keep], v, sense, rhs[keep])
-        self.rows, self.entries = m.n_rows, len(m.a)
-
-    def dual_bound(self) -> float:
-        """The last solve's proven lower bound on the optimum."""
-        return float(self.model.ObjBound)
-
-    def solve(self, m: _Model, time_limit) -> tuple[str, float | None, np.ndarray | None]:
-        self._sync(m)
-        self.model.Params.TimeLimit = math.inf if time_limit is None else float(time_limit)
-        try:
-            self.model.optimize()
-        except gurobipy.GurobiError as exc:
-            if exc.errno == gurobipy.GRB.Error.SIZE_LIMIT_EXCEEDED:
-                raise _LicenceLimit(str(exc)) from exc
-            raise
-        G = gurobipy.GRB
-        status, found = self.model.Status, self.model.SolCount > 0
-        if status == G.OPTIMAL:
-            code = solvers.OPTIMAL
-        elif status in (G.INFEASIBLE, G.INF_OR_UNBD):  # the master is bounded by construction
-            code = solvers.INFEASIBLE
-        elif status in (G.TIME_LIMIT, G.NODE_LIMIT, G.ITERATION_LIMIT, G.SOLUTION_LIMIT, G.INTERRUPTED):
-            code = solvers.TIME_LIMIT if found else solvers.NO_SOLUTION
-        else:
-            code = solvers.ERROR
-        if code not in (solvers.OPTIMAL, solvers.TIME_LIMIT):
-            return code, None, None
-        return code, float(self.model.ObjVal), np.array([v.X for v in self.vars])
-
-
-class _LicenceLimit(Exception):
-    """A size-limited commercial licence refused the master problem."""
-
-
 #: The families whose master solves start from the last solve's dual bound as a row (valid: Z only
 #: grows, so the optimum only grows). Measured (3 rows, HiGHS, l-inf): banknote NN50 (rho 0.01) 5.3 ->
 #: 4.2 s per region; diabetes GBM10 (0.01) 2.8 -> 2.4 s, banknote RF10 (0.05) 7.7 -> 8.8 s: networks only.
 OBJECTIVE_BOUND = (NETWORK,)
-#: The solvers whose master problem is kept alive in matrix form (:class:`PersistentMaster`).
-PERSISTENT = {"highs": _HighsBackend, "gurobi": _GurobiBackend}
 
 
 class PersistentMaster:
@@ -747,24 +577,24 @@ class PersistentMaster:
       neuron bounds from interval propagation over the domain shifted by s.
     """
 
-    def __init__(self, model, family, x0, *, lower, upper, target, objective, margin, backend, rho, norm):
+    def __init__(self, model, family, x0, *, lower, upper, target, objective, margin, rho, norm):
         self.model, self.family, self.x0, self.target, self.margin = model, family, x0, target, margin
         self.rho = rho
         self.lower, self.upper = lower, upper
-        self.m, self.backend = _Model(), backend
+        self.m = solvers.MatrixMILP(bounded=True)  # bounded by the domain box and the norm objective
         n = len(x0)
-        self.x = self.m.cols(n, lower=lower, upper=upper)
+        self.x = self.m.add_columns(n, lower=lower, upper=upper)
         if objective == "l1":  # u >= |x - x0|, minimize sum u
-            d = self.distance = self.m.cols(n, cost=1.0)
+            d = self.distance = self.m.add_columns(n, cost=1.0)
             for k in range(n):
-                self.m.row([d[k], self.x[k]], [1, -1], lower=-x0[k])
-                self.m.row([d[k], self.x[k]], [1, 1], lower=x0[k])
+                self.m.add_row([d[k], self.x[k]], [1, -1], lower=-x0[k])
+                self.m.add_row([d[k], self.x[k]], [1, 1], lower=x0[k])
         else:  # l-inf: t >= |x - x0|_k for every k, minimize t
-            self.distance = self.m.cols(1, cost=1.0)
+            self.distance = self.m.add_columns(1, cost=1.0)
             t = self.distance[0]
             for k in range(n):
-                self.m.row([t, self.x[k]], [1, -1], lower=-x0[k])
-                self.m.row([t, self.x[k]], [1, 1], lower=x0[k])
+                self.m.add_row([t, self.x[k]], [1, -1], lower=-x0[k])
+                self.m.add_row([t, self.x[k]], [1, 1], lower=x0[k])
         self.bound = None  # a lower bound on the optimum (the last solve's dual bound)
         if family in (TREE, ENSEMBLE):
             self.ensemble = tree_ensemble(model)
@@ -779,7 +609,6 @@ class PersistentMaster:
         if family == NETWORK:
             self.layers = network_layers(model)
         self.scenarios: list[np.ndarray] = []
-        self.fallback_from: str | None = None
 
     def add(self, s: np.ndarray, x_star=None) -> None:
         """Add scenario s to Z: one more copy of the model at ``x + s``; for a tree model and the l-inf
@@ -818,7 +647,7 @@ class PersistentMaster:
                 cols.append(self._split(f, theta, eps))
                 coefs.append(1.0 if left else -1.0)
                 rhs -= 0.0 if left else 1.0
-        self.m.row(cols, coefs, lower=rhs)
+        self.m.add_row(cols, coefs, lower=rhs)
 
     def _split(self, f: int, theta: float, eps: float) -> int:
         """The binary of ``x_f <= theta - eps`` (1) or ``x_f >= theta + eps`` (0), shared by all copies.
@@ -826,19 +655,19 @@ class PersistentMaster:
         of big-M rows per binary was measured slower: banknote RF10 l-inf 4.9 vs 2.9 s, l2 18 vs 7.8 s.)"""
         col, known = self.splits.get((f, theta), (None, -1.0))
         if col is None:
-            col = int(self.m.cols(1, upper=1.0, integer=True)[0])
+            col = int(self.m.add_columns(1, upper=1.0, integer=True)[0])
             chain = self.chain.setdefault(f, [])
             k = int(np.searchsorted([c[0] for c in chain], theta))
             if k > 0:  # (2f): x_f below a lower shifted threshold is below this one
-                self.m.row([chain[k - 1][1], col], [1, -1], upper=0.0)
+                self.m.add_row([chain[k - 1][1], col], [1, -1], upper=0.0)
             if k < len(chain):
-                self.m.row([col, chain[k][1]], [1, -1], upper=0.0)
+                self.m.add_row([col, chain[k][1]], [1, -1], upper=0.0)
             chain.insert(k, (theta, col))
         if eps > known:  # margins of copies that share the binary: the largest holds for all
             self.splits[(f, theta)] = (col, eps)
             lo, hi = self.lower[f], self.upper[f]  # big-M from the domain box
-            self.m.row([self.x[f], col], [1, hi - theta + eps], upper=hi)
-            self.m.row([self.x[f], col], [1, theta + eps - lo], lower=theta + eps)
+            self.m.add_row([self.x[f], col], [1, hi - theta + eps], upper=hi)
+            self.m.add_row([self.x[f], col], [1, theta + eps - lo], lower=theta + eps)
         return col
 
     def _add_trees(self, s) -> None:
@@ -846,14 +675,14 @@ class PersistentMaster:
         st = _walk(ens.trees, {}, self.lower + s, self.upper + s)  # the encoder's reachable part of copy s
         keys, _, _, eps = _split_keys(st)
         margin_of = dict(zip(keys, eps))
-        y = self.m.cols(len(st.leaves), upper=1.0)
+        y = self.m.add_columns(len(st.leaves), upper=1.0)
         tree_of = np.array([leaf[0] for leaf in st.leaves])
         for t in np.unique(tree_of):  # (2b) one leaf per tree
-            self.m.row(y[tree_of == t], 1.0, lower=1.0, upper=1.0)
+            self.m.add_row(y[tree_of == t], 1.0, lower=1.0, upper=1.0)
         for _, f, thr, left, right in st.splits:  # (2c), (2d)
             v = self._split(f, thr - s[f], margin_of[(f, thr)])
-            self.m.row(np.r_[y[left], v], np.r_[np.ones(len(left)), -1.0], upper=0.0)
-            self.m.row(np.r_[y[right], v], np.r_[np.ones(len(right)), 1.0], upper=1.0)
+            self.m.add_row(np.r_[y[left], v], np.r_[np.ones(len(left)), -1.0], upper=0.0)
+            self.m.add_row(np.r_[y[right], v], np.r_[np.ones(len(right)), 1.0], upper=1.0)
         values = ens.scale * np.array([leaf[2] for leaf in st.leaves])
         self._predicts(y, values, ens.constant, ens.threshold, ens.inclusive)
 
@@ -866,17 +695,17 @@ class PersistentMaster:
             l, u = bounds[k]
             b = b + W @ shift
             off, on, unstable = _neuron_states(l, u)
-            h = self.m.cols(len(b), upper=np.maximum(u, 0.0))
+            h = self.m.add_columns(len(b), upper=np.maximum(u, 0.0))
             for r in off:
-                self.m.row([h[r]], 1.0, upper=0.0)
+                self.m.add_row([h[r]], 1.0, upper=0.0)
             for r in on:  # h = W prev + b
-                self.m.row(np.r_[h[r], prev], np.r_[1.0, -W[r]], lower=b[r], upper=b[r])
+                self.m.add_row(np.r_[h[r], prev], np.r_[1.0, -W[r]], lower=b[r], upper=b[r])
             if len(unstable):
-                sigma = self.m.cols(len(unstable), upper=1.0, integer=True)
+                sigma = self.m.add_columns(len(unstable), upper=1.0, integer=True)
                 for r, g in zip(unstable, sigma):
-                    self.m.row(np.r_[h[r], prev], np.r_[1.0, -W[r]], lower=b[r])  # h >= z
-                    self.m.row(np.r_[h[r], prev, g], np.r_[1.0, -W[r], -l[r]], upper=b[r] - l[r])  # h <= z - l(1-g)
-                    self.m.row([h[r], g], [1.0, -u[r]], upper=0.0)  # h <= u g
+                    self.m.add_row(np.r_[h[r], prev], np.r_[1.0, -W[r]], lower=b[r])  # h >= z
+                    self.m.add_row(np.r_[h[r], prev, g], np.r_[1.0, -W[r], -l[r]], upper=b[r] - l[r])  # h <= z - l(1-g)
+                    self.m.add_row([h[r], g], [1.0, -u[r]], upper=0.0)  # h <= u g
             prev, shift = h, np.zeros(len(b))
         W, b = self.layers[-1]
         self._predicts(prev, W[0], float(b[0] + W[0] @ shift), 0.0, False)
@@ -885,28 +714,19 @@ class PersistentMaster:
         """``constant + coefs @ v[cols]`` is past the decision threshold towards the target
         (:meth:`explainopt.encoders.Encoding.predicts`)."""
         if self.target == 1:
-            self.m.row(cols, coefs, lower=threshold - constant + (0.0 if inclusive else self.margin))
+            self.m.add_row(cols, coefs, lower=threshold - constant + (0.0 if inclusive else self.margin))
         else:
-            self.m.row(cols, coefs, upper=threshold - constant - self.margin)
+            self.m.add_row(cols, coefs, upper=threshold - constant - self.margin)
 
     def solve(self, *, solver=None, time_limit=None):
-        """(result, x, compile time = 0: there is no modelling layer)."""
-        start = time.perf_counter()
+        """(result, x, compile time = 0: there is no modelling layer). A licence too small for the
+        model moves it to HiGHS (:meth:`explainopt.solvers.MatrixMILP.solve`, ``fallback_from``)."""
         if self.family in OBJECTIVE_BOUND and self.bound is not None:  # Z only grows, so the optimum only grows
-            self.m.row(self.distance, 1.0, lower=self.bound)
-        try:
-            status, objective, values = self.backend.solve(self.m, time_limit)
-        except _LicenceLimit as exc:  # as solvers.solve does: the open-source solver takes over
-            self.fallback_from, self.backend = self.backend.name, _HighsBackend()
-            status, objective, values = self.backend.solve(self.m, time_limit)
-            message = str(exc)
-        else:
-            message = ""
-        if status == solvers.OPTIMAL:
-            self.bound = min(objective, self.backend.dual_bound())
-        res = solvers.SolveResult(status, objective, self.backend.name, time.perf_counter() - start,
-                                  message=message, fallback_from=self.fallback_from)
-        return res, None if values is None else values[self.x], 0.0
+            self.m.add_row(self.distance, 1.0, lower=self.bound)
+        res = self.m.solve(solver=solver, time_limit=time_limit)
+        if res.status == solvers.OPTIMAL:
+            self.bound = res.objective if res.dual_bound is None else min(res.objective, res.dual_bound)
+        return res, None if res.values is None else res.values[self.x], 0.0
 
 
 def _bounds(value, default: float, n: int, name: str) -> np.ndarray:
@@ -1108,13 +928,11 @@ class _Loop:
 
     def _master(self, lower, upper):
         """The persistent master problem for HiGHS and Gurobi with a linear objective, else cvxpy's."""
-        backend = PERSISTENT.get(solvers.choose_solver("milp", self.solver))
-        if backend is None or self.objective == "l2" or {"highs": highspy, "gurobi": gurobipy}[backend.name] is None:
+        if self.objective == "l2" or solvers.matrix_solver(self.solver) is None:
             return MasterProblem(self.model, self.x0, lower=lower, upper=upper, target=self.target,
                                  objective=self.objective, margin=self.margin)
         return PersistentMaster(self.model, self.family, self.x0, lower=lower, upper=upper, target=self.target,
-                                objective=self.objective, margin=self.margin, backend=backend(), rho=self.rho,
-                                norm=self.norm)
+                                objective=self.objective, margin=self.margin, rho=self.rho, norm=self.norm)
 
     def result(self, status, elapsed, lower, upper, *, track_radius) -> RobustRegion:
         history = self.history
