@@ -515,8 +515,8 @@ def test_a_network_distance_bound_is_a_certified_robust_point_no_closer_than_the
     layers = encoders.networks.network_layers(model)
     for x0 in X[:4]:
         target = 1 - int(model.predict(x0[None])[0])
-        bound, point = R.network_distance_bound(layers, x0, np.zeros(3), np.ones(3), rho=0.05, target=target,
-                                                objective="l1", margin=1e-4)
+        bound, point = R.network_distance_bound(layers, x0, np.zeros(3), np.ones(3), rho=0.05, norm=norm,
+                                                target=target, objective="l1", margin=1e-4)
         assert np.isfinite(bound) and np.all((point >= 0) & (point <= 1))
         assert bound == pytest.approx(np.abs(point - x0).sum())
         assert R.certify_region(model, point, rho=0.05, norm=norm, target=target, n_samples=2000).certified

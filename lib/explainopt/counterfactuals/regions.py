@@ -598,9 +598,8 @@ class PersistentMaster:
                 self.m.add_row([t, self.x[k]], [1, -1], lower=-x0[k])
                 self.m.add_row([t, self.x[k]], [1, 1], lower=x0[k])
         self.bound = None  # a lower bound on the optimum (the last solve's dual bound)
-        self.objective, self.radius = objective, bound  # an upper bound on the optimum (math.inf: none)
-        if np.isfinite(bound):  # valid: the optimum is at most `bound` for every Z
-            self.m.add_row(self.distance, 1.0, upper=bound * (1 + 1e-9) + 1e-12)
+        self.objective, self.radius = objective, math.inf  # an upper bound on the optimum (math.inf: none)
+        self.tighten(bound)
         if family in (TREE, ENSEMBLE):
             self.ensemble = tree_ensemble(model)
             self.splits: dict = {}  # (feature, shifted threshold) -> (column, margin)
@@ -714,6 +713,16 @@ class PersistentMaster:
         W, b = self.layers[-1]
         self._predicts(prev, W[0], float(b[0] + W[0] @ shift), 0.0, False)
 
+    def tighten(self, bound: float) -> None:
+        """Bound the distance by `bound`, an upper bound on the optimum for every Z (the distance of a
+        robust point): one row, and the copies added from now on take their neuron bounds from the
+        domain within ``x0 -+ bound`` and the l1 ball of that radius (the row implies both)."""
+        if not bound < self.radius:
+            return
+        self.radius = bound
+        self.m.add_row(self.distance, 1.0, upper=bound * (1 + 1e-9) + 1e-12)
+        self.lower, self.upper = np.maximum(self.lower, self.x0 - bound), np.minimum(self.upper, self.x0 + bound)
+
     def _copy_bounds(self, s) -> list:
         """Pre-activation bounds of copy s: interval propagation over the domain shifted by s and, with
         the l1 objective and an upper bound r on the optimum, over the l1 ball ``||x - x0||_1 <= r``
@@ -816,14 +825,23 @@ def _network_domain(x0, lower, upper, reach: float, *, bound: float = math.inf) 
 BOUND_STEPS = 1e-3 * 1.1 ** np.arange(100)
 
 
-def network_distance_bound(layers, x0, lower, upper, *, rho: float, target: int, objective: str,
-                           margin: float) -> tuple[float, np.ndarray | None]:
+def network_distance_bound(layers, x0, lower, upper, *, rho: float, norm: str, target: int, objective: str,
+                           margin: float, through=None) -> tuple[float, np.ndarray | None]:
     """An upper bound on the optimum of Algorithm 1 for a ReLU network: the distance from `x0` of the
-    closest point found whose whole box ``x +- rho`` (which holds the l2 ball too) interval bound
-    propagation proves `target` by `margin` -- a robust point, so the optimum is at most that far.
+    closest point found whose whole set ``x + S`` (first layer exactly, eq. 69, then interval bound
+    propagation) is `target` by `margin` -- a robust point, so the optimum is at most that far.
     The points tried lie on rays from x0 along the logit's gradient at x0 (its direction, its signs
-    and its largest coordinate), clipped to the domain; ``(inf, None)`` when none is proven robust."""
+    and its largest coordinate), clipped to the domain, or with `through` (a point, e.g. a master
+    solution) on the ray from x0 through it, 1% apart past it; ``(inf, None)`` when none is proven
+    robust."""
     x0 = np.asarray(x0, dtype=float)
+    if through is not None:
+        step = np.asarray(through, dtype=float) - x0
+        length = np.linalg.norm(step)
+        if not length > 0:
+            return math.inf, None
+        return _robust_on_rays(layers, x0, lower, upper, step[None] / length, length * (1 + 0.01 * np.arange(300)),
+                               rho=rho, norm=norm, target=target, objective=objective, margin=margin)
     sign = 1.0 if target == 1 else -1.0
     _, zs = forward(layers, x0[None], preactivations=True)
     g = layers[-1][0][0]
@@ -834,12 +852,22 @@ def network_distance_bound(layers, x0, lower, upper, *, rho: float, target: int,
         return math.inf, None
     k = int(np.argmax(np.abs(g)))
     directions = np.vstack([g / np.linalg.norm(g), np.sign(g) / np.sqrt(len(g)), np.eye(len(g))[k] * np.sign(g[k])])
-    points = np.clip(x0 + BOUND_STEPS[:, None, None] * directions[None], lower, upper).reshape(-1, len(x0))
-    lo, hi = points - rho, points + rho
-    for W, b in layers:  # interval bound propagation, one row per point
+    return _robust_on_rays(layers, x0, lower, upper, directions, BOUND_STEPS, rho=rho, norm=norm, target=target,
+                           objective=objective, margin=margin)
+
+
+def _robust_on_rays(layers, x0, lower, upper, directions, steps, *, rho, norm, target, objective, margin):
+    """The closest of the points ``x0 + step * direction`` (clipped to the domain) whose set
+    ``{p + s : ||s|| <= rho}`` interval propagation proves `target` by `margin`: (its distance, it), or
+    ``(inf, None)``."""
+    points = np.clip(x0 + steps[:, None, None] * directions[None], lower, upper).reshape(-1, len(x0))
+    W, b = layers[0]  # the first layer exactly over the set: W p + b -+ rho ||W_j||_* (eq. 69's dual norm)
+    half = rho * np.linalg.norm(W, ord=DUAL_ORD[norm], axis=1)
+    l, u = points @ W.T + b - half, points @ W.T + b + half
+    for W, b in layers[1:]:  # then interval bound propagation, one row per point
+        lo, hi = np.maximum(l, 0), np.maximum(u, 0)
         l = lo @ np.maximum(W, 0).T + hi @ np.minimum(W, 0).T + b
         u = hi @ np.maximum(W, 0).T + lo @ np.minimum(W, 0).T + b
-        lo, hi = np.maximum(l, 0), np.maximum(u, 0)
     slack = 1e-9 * (1 + np.abs(l[:, 0]) + np.abs(u[:, 0]))  # against rounding in the propagation
     robust = l[:, 0] >= margin + slack if target == 1 else u[:, 0] <= -margin - slack
     if not robust.any():
@@ -921,8 +949,8 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target: int | No
     start = time.perf_counter()
     bounded = bool(np.isfinite(lower).all() and np.isfinite(upper).all())
     if family == NETWORK and NETWORK_BOUND:
-        loop.bound, _ = network_distance_bound(network_layers(model), x0, lower, upper, rho=rho, target=target,
-                                               objective=objective, margin=margin)
+        loop.bound, _ = network_distance_bound(network_layers(model), x0, lower, upper, rho=rho, norm=norm,
+                                               target=target, objective=objective, margin=margin)
         reach = loop.bound if np.isfinite(loop.bound) else reach  # that box is exact: no widening
     for widening in range(MAX_WIDENINGS + 1):
         if boxes is not None:
@@ -973,6 +1001,8 @@ class _Loop:
             if mp.status != solvers.OPTIMAL:  # time limit inside the MP: its incumbent is not a lower bound
                 return "time_limit" if mp.status in (solvers.TIME_LIMIT, solvers.NO_SOLUTION) else "no_solution"
             x_star = np.clip(np.asarray(x_star, dtype=float), lower, upper)
+            if self.family == NETWORK and NETWORK_BOUND and hasattr(master, "tighten"):
+                self._tighten(master, x_star, lower, upper)
             remaining = time_limit - (time.perf_counter() - start)
             ap = _adversarial(self.model, self.family, self.boxes, x_star, rho=self.rho, norm=self.norm,
                               target=self.target, solver=self.solver, time_limit=max(remaining, 1.0),
@@ -992,6 +1022,15 @@ class _Loop:
                 self.scenarios.append(np.asarray(s, dtype=float))
                 step.added += 1
         return "iteration_limit"
+
+    def _tighten(self, master, x_star, lower, upper) -> None:
+        """A robust point past the master solution on the ray from x0 bounds the optimum more tightly."""
+        bound, _ = network_distance_bound(network_layers(self.model), self.x0, lower, upper, rho=self.rho,
+                                          norm=self.norm, target=self.target, objective=self.objective, margin=self.margin,
+                                          through=x_star)
+        if bound < self.bound:
+            self.bound = bound
+            master.tighten(bound)
 
     def _master(self, lower, upper):
         """The persistent master problem for HiGHS and Gurobi with a linear objective, else cvxpy's."""
