@@ -21,7 +21,9 @@ does; ours excludes nothing. Both run from a temporary directory whose ``gurobi.
 ``Threads 1`` (the paper's single-thread comparison); HiGHS's MIP search is single-threaded anyway.
 The domain is ``--domain unbounded`` (the authors' setting, default), ``box`` ([0, 1]) or ``wide``
 ([-1, 2]). For a before/after table run it once more with ``PYTHONPATH`` at an older library (the
-options it lacks are left out).
+options it lacks are left out), or pass ``--before PATH`` (the ``lib`` folder of an older checkout, e.g.
+from ``git archive``): the same cells then run once more in a fresh interpreter on that library, and
+the table adds its mean times (``before_highs_time``, ...) and ``before/after`` per solver.
 """
 
 import argparse
@@ -30,6 +32,7 @@ import io
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -123,6 +126,28 @@ def run_authors(cell: dict, args, workdir: Path) -> dict:
                 distances=frame["distance"].round(5).tolist())
 
 
+def add_before(rows: list, lib: str, solver_names: list) -> None:
+    """Run this script's cells on the library under `lib` (a fresh interpreter, without --authors) and
+    add its mean times and the before/after ratios to `rows`."""
+    argv, given = [], iter(sys.argv[1:])
+    for a in given:
+        if a in ("--before", "--authors", "--json"):
+            next(given, None)  # and its value
+        else:
+            argv.append(a)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "before.json"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(lib).resolve()), os.environ.get("PYTHONPATH", "")]))
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv, "--json", str(out)], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        before = json.loads(out.read_text())
+    for row, old in zip(rows, before):
+        for name in solver_names:
+            if f"{name}_time" in old:
+                row[f"before_{name}_time"] = old[f"{name}_time"]
+                row[f"before/after {name}"] = old[f"{name}_time"] / max(row[f"{name}_time"], 1e-9)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="banknote, DT5/RF5/NN10, rho 0.05, l-inf, 3 rows")
@@ -140,6 +165,7 @@ def main():
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--authors", help="a checkout of the authors' robust-CE code (with pyomo importable)")
     parser.add_argument("--json", help="write the rows here as JSON")
+    parser.add_argument("--before", help="the lib folder of an older library to run the same cells on too")
     args = parser.parse_args()
     if args.quick:
         args.datasets, args.norms, args.instances = ["banknote"], ["linf"], min(args.instances, 3)
@@ -167,6 +193,8 @@ def main():
                 rows.append(row)
         finally:
             os.chdir(here)
+    if args.before:
+        add_before(rows, args.before, solver_names)
     frame = pd.DataFrame(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -360,8 +360,10 @@ def test_an_unbounded_domain_for_a_linear_model_is_the_closed_form():
     assert region.converged and region.distance == pytest.approx(max(0.0, need) / np.abs(beta).max(), rel=1e-6)
 
 
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "widening"])  # without the bound: the reach
 @pytest.mark.parametrize("reach", [0.5, 0.02])  # 0.02: the region found is farther, the box widens to it
-def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach(reach):
+def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach(reach, bound, monkeypatch):
+    monkeypatch.setattr(R, "NETWORK_BOUND", bound)
     X, y = _data()
     model = MLPClassifier((8,), max_iter=3000, random_state=0).fit(X, y)
     for x0 in X[:2]:
@@ -502,3 +504,41 @@ def test_an_adverse_core_is_adverse_everywhere_and_holds_its_point(model, rng):
         assert np.all(lo < x) and np.all(x <= hi)
         inside = rng.uniform(np.maximum(lo, -0.5), np.minimum(hi, 1.5), size=(500, 3))
         assert np.all(model.predict(inside) != target)
+
+
+# --------------------------------------------------------------------------- networks: an upper bound first
+
+@pytest.mark.parametrize("norm", R.NORMS)
+def test_a_network_distance_bound_is_a_certified_robust_point_no_closer_than_the_optimum(norm):
+    X, y = _data()
+    model = LOOP_MODELS[-1].fit(X, y)
+    layers = encoders.networks.network_layers(model)
+    for x0 in X[:4]:
+        target = 1 - int(model.predict(x0[None])[0])
+        bound, point = R.network_distance_bound(layers, x0, np.zeros(3), np.ones(3), rho=0.05, norm=norm,
+                                                target=target, objective="l1", margin=1e-4)
+        assert np.isfinite(bound) and np.all((point >= 0) & (point <= 1))
+        assert bound == pytest.approx(np.abs(point - x0).sum())
+        assert R.certify_region(model, point, rho=0.05, norm=norm, target=target, n_samples=2000).certified
+        region = R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120)
+        assert region.converged and region.distance <= bound + 1e-6
+
+
+@pytest.mark.parametrize("objective", ["l1", "linf"])
+@pytest.mark.parametrize("domain", [(0.0, 1.0), (None, None)], ids=["box", "unbounded"])
+def test_the_network_bound_leaves_the_optimum_unchanged(domain, objective, monkeypatch):
+    """The master problem restricted to the bound (its box, the l1 ball's neuron bounds, the distance row)
+    reaches the optimum of the loop without it, on fixed instances."""
+    X, y = _data()
+    model = LOOP_MODELS[-1].fit(X, y)
+    for norm in R.NORMS:
+        fast = [R.robust_region(model, x0, rho=0.05, norm=norm, objective=objective, lower=domain[0],
+                                upper=domain[1], time_limit=120) for x0 in X[:3]]
+        with monkeypatch.context() as m:
+            m.setattr(R, "NETWORK_BOUND", False)
+            plain = [R.robust_region(model, x0, rho=0.05, norm=norm, objective=objective, lower=domain[0],
+                                     upper=domain[1], time_limit=120) for x0 in X[:3]]
+        for a, b in zip(fast, plain):
+            assert a.converged and b.converged
+            assert a.distance == pytest.approx(b.distance, abs=2e-6)
+            assert R.certify_region(model, a.x, rho=0.05, norm=norm, target=a.target, n_samples=2000).certified
