@@ -381,7 +381,9 @@ def grids(settings: dict, *, solver=None, preps: dict | None = None,
     (`preps`, :func:`preps_of` when not given): a data set whose networks are not stored yet (the paper
     scale) has no factual cell until they are. Order of the factuals for a budgeted run: the first factual
     of every data set, then the second, ..., so that a partial store holds a few factuals of each data set
-    rather than one data set whole. `random_state`: the toy's seed and the probe points' of the inner check."""
+    rather than one data set whole. `random_state`: the toy's seed and the probe points' of the inner check.
+    `solver` "auto" is the default solver (None), as every chapter keys its cells."""
+    solver = None if str(solver or "auto").lower() == "auto" else solver
     preps = preps_of(settings) if preps is None else preps
     shared = dict(n_both=settings["n_both"], n_loo=settings["n_loo"], networks=settings["networks"])
     networks = [c for ds in settings["datasets"]
