@@ -10,7 +10,7 @@ import yaml
 import pandas as pd
 
 from explainopt import book
-from explainopt.chapters import as_list, settings
+from explainopt.chapters import as_list, settings, solver_key
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE_CHAPTERS = ROOT / "_build" / "smoke" / "book" / "chapters"  # see conftest.smoke_html
@@ -111,6 +111,15 @@ def test_list_parameters_from_papermill_strings():
     assert as_list((1, 2)) == [1, 2]
     with pytest.raises(TypeError, match="dimensions"):
         as_list(None, name="dimensions")
+
+
+def test_the_default_solver_keys_cells_as_none_whatever_the_notebook_calls_it():
+    assert solver_key("auto") is None and solver_key("AUTO") is None and solver_key(None) is None
+    assert solver_key("highs") == "highs" and solver_key("gurobi") == "gurobi"
+    grids = book.chapters.module("03").grids
+    settings_ = settings(book.chapters.module("03").SCALES, "smoke")
+    keys = lambda solver: [c["solver"] for g in grids(settings_, solver=solver).values() for c in g.configs if "solver" in c]
+    assert keys("auto") == keys(None) and set(keys("auto")) == {None}
 
 
 def test_settings_are_the_scale_with_the_readers_overrides():

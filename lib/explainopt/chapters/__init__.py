@@ -15,8 +15,9 @@ a budgeted paper-scale run should compute the cells (those behind claims the boo
 first). The notebook and ``python -m explainopt.book run --budget`` use the same grids.
 
 This module offers what every chapter shares: :func:`settings` (the scale's grid with the reader's
-overrides), :func:`as_list` (list parameters as papermill passes them), :func:`paper_table` (a
-transcribed table of a paper) and :func:`module` (the chapter module of a chapter number).
+overrides), :func:`as_list` (list parameters as papermill passes them), :func:`solver_key` (the solver
+as grid cells are keyed), :func:`paper_table` (a transcribed table of a paper) and :func:`module` (the
+chapter module of a chapter number).
 """
 
 from __future__ import annotations
@@ -62,6 +63,12 @@ def settings(scales: dict, scale: str, **overrides) -> dict:
         if value is not None:
             chosen[name] = as_list(value, name=name) if isinstance(chosen[name], (list, tuple)) else value
     return chosen
+
+
+def solver_key(solver: str | None) -> str | None:
+    """The solver as every chapter keys its grid cells: None for the default (a notebook's ``"auto"``),
+    so that the notebook and the budgeted runner find the same stored cells; a named solver as given."""
+    return None if str(solver or "auto").lower() == "auto" else solver
 
 
 def paper_table(name: str) -> pd.DataFrame:

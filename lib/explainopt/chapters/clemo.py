@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 from .. import clemo, experiments, reporting
 from ..plots import PALETTE
 from ..problems import CVRP, KNAPSACK_TYPES, Knapsack, ShortestPath, Solution, pisinger_instance, solve_many
-from . import paper_table
+from . import paper_table, solver_key
 
 #: Settings per scale: samples per data set; knapsack instances per type and resamples per instance for the
 #: DTR/LR/convex fits and for the SLSQP fits (none at the book scale: capped at a few seconds, SLSQP has not
@@ -272,7 +272,7 @@ def grids(S: dict, *, seed: int = 42, solver: str | None = "auto") -> dict[str, 
     runtime cells largest size first (the sizes whose SLSQP the smaller scales cap), VRP chunks in order
     (chunk 0 holds θ0).
     """
-    solver = None if str(solver or "auto").lower() == "auto" else solver
+    solver = solver_key(solver)
 
     def knapsack(n_instances, n_resamples, methods, **extra):
         configs = [dict(kind=kind, instance=i, n_resamples=n_resamples, n_samples=S["n_samples"], random_state=seed,

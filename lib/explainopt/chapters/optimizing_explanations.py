@@ -38,7 +38,7 @@ from scipy.stats import spearmanr
 from .. import attributions as A
 from .. import experiments, reporting
 from ..plots import PALETTE, heatmap
-from . import paper_table
+from . import paper_table, solver_key
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +294,7 @@ def grids(S: dict, *, solver: str | None = "auto") -> dict[str, experiments.Grid
     A budgeted run computes first the paper's own cells (global constraint, the three metrics of Appendix C),
     D in :data:`DIMENSION_ORDER`, then Table 2's squared reading, then the pointwise variant (beyond the paper).
     """
-    solver = None if str(solver or "auto").lower() == "auto" else solver
+    solver = solver_key(solver)
     configs = experiment_configs(S["functions"], S["dimensions"], S["radii"], metrics=S["metrics"],
                                  pointwise=(False, True), solver=solver)
     rank = {d: k for k, d in enumerate(DIMENSION_ORDER)}

@@ -47,7 +47,7 @@ from ..counterfactuals.proplace import (LofScorer, ProplaceResult, RobustNeighbo
                                         local_worst_case, plausible_vertices, proplace, worst_case_model)
 from ..datasets import load_dataset
 from ..encoders import interval_lower, model_predict
-from . import paper_table
+from . import paper_table, solver_key
 
 CHAPTER = "04"
 DATASETS = ["carla/adult", "carla/compas", "carla/give_me_some_credit", "carla/heloc"]
@@ -383,7 +383,7 @@ def grids(settings: dict, *, solver=None, preps: dict | None = None,
     of every data set, then the second, ..., so that a partial store holds a few factuals of each data set
     rather than one data set whole. `random_state`: the toy's seed and the probe points' of the inner check.
     `solver` "auto" is the default solver (None), as every chapter keys its cells."""
-    solver = None if str(solver or "auto").lower() == "auto" else solver
+    solver = solver_key(solver)
     preps = preps_of(settings) if preps is None else preps
     shared = dict(n_both=settings["n_both"], n_loo=settings["n_loo"], networks=settings["networks"])
     networks = [c for ds in settings["datasets"]

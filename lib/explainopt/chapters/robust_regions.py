@@ -48,7 +48,7 @@ from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
 from ..plots import PALETTE
 from ..reporting import Claim, claim, every, missing
-from . import paper_table
+from . import paper_table, solver_key
 
 CHAPTER = "02"
 DATASETS = ("banknote", "diabetes", "ionosphere")
@@ -253,7 +253,7 @@ def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int
     `seed` draws the factuals (:func:`factual_indices`) and is the models' random_state; `solver` "auto"
     (or None) leaves the choice to :func:`explainopt.solvers.solve`.
     """
-    solver = None if str(solver or "auto").lower() == "auto" else solver
+    solver = solver_key(solver)
     datasets = sorted({*S["datasets"], *(d for d, _ in S["table3"]["pairs"]), "diabetes"})
     n_draw = max(S["instances"], S["table3"]["instances"], 1)
     drawn = {d: factual_indices(d, n_draw, random_state=seed) for d in datasets}

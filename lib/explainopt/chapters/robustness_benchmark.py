@@ -54,6 +54,7 @@ from ..counterfactuals.robustness import (LofScorer, input_radius, l1_distance, 
 from ..datasets import FeatureSpec, load_dataset
 from ..encoders import model_predict
 from ..reporting import Claim, claim
+from . import solver_key
 from .proplace import DELTAS as PROPLACE_DELTAS
 from .proplace import MILP_R_DELTA
 
@@ -324,7 +325,7 @@ def factual_cell(*, dataset: str, model: str, factual: int, n_train: int, width:
 def grids(S: dict, *, seed: int = 0, solver: str | None = "auto") -> dict[str, experiments.Grid]:
     """The chapter's one grid, ``benchmark``: a cell per (dataset, model, factual), factual-major (the
     first factual of every dataset and model first: every hypothesis gets evidence early)."""
-    solver = None if str(solver or "auto").lower() == "auto" else solver
+    solver = solver_key(solver)
     common = dict(n_train=S["n_train"], width=S["width"], n_trees=S["n_trees"], depth=S["depth"],
                   n_retrained=S["n_retrained"], seed=seed, methods=list(S["methods"]), norms=list(S["norms"]),
                   forest_norms=list(S["forest_norms"]), rhos=list(S["rhos"]), forest_rhos=list(S["forest_rhos"]),
