@@ -231,4 +231,4 @@ def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypat
     run.show_scale_changes([reporting.claim("a", paper=1, ours=2, holds=True, why="more cells")])
     text, table = shown
     assert "1 of the claims" in text.data and "2026-11-23" in text.data
-    assert table.to_dict("records")[0]["why"] == "more cells" and table.iloc[0]["book: verdict"] == "differs"
+    assert table.to_dict("records")[0]["paper: why"] == "more cells" and table.iloc[0]["book: verdict"] == "differs"

@@ -58,7 +58,8 @@ def test_missing_data_reads_not_run():
 
 
 def test_scale_changes_lists_only_verdicts_that_moved(tmp_path):
-    book = [claim("same", paper=1, ours=1, holds=True), claim("moved", paper=1, ours="40% (n=5)", holds=False),
+    book = [claim("same", paper=1, ours=1, holds=True),
+            claim("moved", paper=1, ours="40% (n=5)", holds=False, why="wide interval"),
             claim("unchecked", paper=1, ours="", holds=None)]
     path = save_chapter_results("05", book, {"scale": "book"}, folder=tmp_path)
     paper = [claim("same", paper=1, ours=1, holds=True),
@@ -66,6 +67,6 @@ def test_scale_changes_lists_only_verdicts_that_moved(tmp_path):
              claim("unchecked", paper=1, ours=3, holds=True), claim("new", paper=1, ours=1, holds=False)]
     changes = reporting.scale_changes(paper, path)
     assert changes.to_dict("records") == [{"claim": "moved", "book: ours": "40% (n=5)", "book: verdict": "differs",
-                                           "paper: ours": "62% (n=200)", "paper: verdict": "reproduced",
-                                           "why": "more simulations"}]
+                                           "book: why": "wide interval", "paper: ours": "62% (n=200)",
+                                           "paper: verdict": "reproduced", "paper: why": "more simulations"}]
     assert reporting.scale_changes(paper, tmp_path / "absent.json").empty

@@ -173,8 +173,8 @@ class ChapterRun:
         display(Markdown(
             f"**Verdicts that move between the scales.** {len(changes)} of the claims checked at both scales "
             f"change verdict between the book scale (`results/book/{self.chapter}.json`, {when}) and this run. "
-            "The book scale judges on a sample of the paper's grid, this run on every stored cell; our number at "
-            "each scale shows what the larger sample changed, and the reason is this run's:"))
+            "The book scale judges on a sample of the paper's grid, this run on every stored cell; our number and "
+            "the reason at each scale show what the larger sample changed:"))
         display(changes)
 
 

@@ -147,17 +147,16 @@ def status_table(folders: dict[str, Path] | Path | None = None) -> pd.DataFrame:
 
 def scale_changes(claims: list[Claim], other: Path, *, labels=("book", "paper")) -> pd.DataFrame:
     """The claims whose verdict at this scale differs from the verdict saved in `other` (a chapter's
-    results file of another scale, :func:`save_chapter_results`), both checked: the claim, our number and
-    verdict at each scale (`labels`: other's, this run's) and this run's reason. Empty when `other` does
-    not exist."""
+    results file of another scale, :func:`save_chapter_results`), both checked: the claim, and our number,
+    verdict and reason at each scale (`labels`: other's, this run's), so that the two reasons side by
+    side say what the larger sample changed. Empty when `other` does not exist."""
     before = {c["claim"]: c for c in json.loads(Path(other).read_text())["claims"]} if Path(other).exists() else {}
-    rows = [{"claim": c.claim, f"{labels[0]}: ours": before[c.claim]["ours"],
-             f"{labels[0]}: verdict": before[c.claim]["verdict"], f"{labels[1]}: ours": c.ours,
-             f"{labels[1]}: verdict": c.verdict, "why": c.why}
+    fields = ("ours", "verdict", "why")
+    rows = [{"claim": c.claim, **{f"{labels[0]}: {f}": before[c.claim].get(f, "") for f in fields},
+             **{f"{labels[1]}: {f}": getattr(c, f) for f in fields}}
             for c in claims if c.claim in before and NOT_RUN not in (c.verdict, before[c.claim]["verdict"])
             and c.verdict != before[c.claim]["verdict"]]
-    columns = ["claim"] + [f"{label}: {field}" for label in labels for field in ("ours", "verdict")] + ["why"]
-    return pd.DataFrame(rows, columns=columns)
+    return pd.DataFrame(rows, columns=["claim"] + [f"{label}: {f}" for label in labels for f in fields])
 
 
 def claims_by_scale(folders: dict[str, Path]) -> pd.DataFrame:
