@@ -1,5 +1,6 @@
 """Robust counterfactual regions (Maragno et al.): adversarial problems, the loop, certification."""
 
+import itertools
 import math
 
 import numpy as np
@@ -542,3 +543,25 @@ def test_the_network_bound_leaves_the_optimum_unchanged(domain, objective, monke
             assert a.converged and b.converged
             assert a.distance == pytest.approx(b.distance, abs=2e-6)
             assert R.certify_region(model, a.x, rho=0.05, norm=norm, target=a.target, n_samples=2000).certified
+
+
+
+@pytest.mark.parametrize("seed", [1, 9])
+def test_the_certified_radius_of_a_forest_is_the_distance_to_its_nearest_adverse_cell(seed):
+    # Discrete features make the trees split at the same thresholds, so leaves of two trees that only touch on
+    # a threshold (y <= t in one, y > t in the other) are common; they share no point and must not count.
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 3, size=(300, 3)) / 2.0
+    y = ((X @ rng.normal(size=3) + rng.normal(0, 0.5, 300)) > 0).astype(int)
+    forest = RandomForestClassifier(n_estimators=25, max_depth=4, random_state=seed).fit(X, y)
+    cuts = [np.unique(np.r_[-3.0, 4.0, *[e.tree_.threshold[e.tree_.feature == f] for e in forest.estimators_]])
+            for f in range(3)]
+    cell = np.array(list(itertools.product(*[range(len(c) - 1) for c in cuts])))  # every cell of the split grid
+    lo = np.stack([cuts[f][cell[:, f]] for f in range(3)], 1)
+    hi = np.stack([cuts[f][cell[:, f] + 1] for f in range(3)], 1)
+    predicted = forest.predict((lo + hi) / 2)
+    for x in rng.uniform(0, 1, size=(10, 3)):
+        target = int(forest.predict(x[None])[0])
+        adverse = predicted != target
+        exact = np.maximum(0, np.maximum(lo[adverse] - x, x - hi[adverse])).max(axis=1).min()
+        assert R.certified_radius(forest, x, norm="linf", target=target, cap=3) == pytest.approx(exact, abs=1e-5)

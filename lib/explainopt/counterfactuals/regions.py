@@ -392,6 +392,10 @@ def _solved(res, problem, value: float, scenario, *, status: str | None = None) 
 
 #: How far beyond the cap :func:`certified_radius` searches for the other class (relative to the cap).
 RADIUS_REACH = 1.25
+#: How deep inside its leaves the ensemble radius's adverse point must lie (above float32's spacing of the
+#: thresholds): leaves of two trees that only touch on a threshold (y <= t in one, y > t in the other) share
+#: no point, and at depth 0 they would pass for an adverse cell on that threshold.
+RADIUS_DEPTH = 1e-6
 
 
 def certified_radius(model, x, *, norm: str = "linf", target: int = 1, cap: float = 1.0, solver=None,
@@ -422,8 +426,10 @@ def _certified_radius(model, family, boxes, x, *, norm, target, cap, solver, tim
     # searched a little beyond the cap: a converged region's radius is the cap up to the solvers'
     # tolerances, and a problem bounded at exactly that radius is borderline infeasible (Clarabel fails)
     y, r, reach = cp.Variable(len(x)), cp.Variable(), RADIUS_REACH * cap
+    depth = 0.0
     if family == ENSEMBLE:
-        cons, _ = _adverse_cell(boxes, y, x, reach=reach, alpha_max=0.0, alpha=0.0, target=target)
+        depth = RADIUS_DEPTH
+        cons, _ = _adverse_cell(boxes, y, x, reach=reach, alpha_max=depth, alpha=depth, target=target)
     else:
         enc = encode(model, y, lower=x - reach, upper=x + reach)
         sign = 1.0 if target == 1 else -1.0
@@ -435,7 +441,10 @@ def _certified_radius(model, family, boxes, x, *, norm, target, cap, solver, tim
         return float(cap)
     if not res.has_solution:
         return math.nan
-    return float(min(cap, max(0.0, res.objective)))
+    # the point found lies `depth` inside its cell, whose nearest point is at most depth (l-inf; l2: times
+    # sqrt(d)) closer: less that, the radius is a certificate again
+    slack = depth * (1.0 if norm == "linf" else math.sqrt(len(x)))
+    return float(min(cap, max(0.0, res.objective - slack)))
 
 
 # =========================================================================== master problem and loop
