@@ -194,6 +194,20 @@ def test_fill_reads_the_grids_again_after_each_one_and_fills_only_the_named_grid
         book.fill("99", only=["third"])
 
 
+def test_merge_adds_the_other_stores_cells_that_this_one_lacks_with_their_provenance(tmp_path):
+    from explainopt.experiments import ResultStore
+
+    mine, theirs = tmp_path / "mine", tmp_path / "theirs"
+    book.run_grid(_stored, [{"x": x} for x in (1, 2)], cache=ResultStore(mine / "99"), progress=False)
+    book.run_grid(_stored, [{"x": x} for x in (2, 3, 4)], cache=ResultStore(theirs / "99"), progress=False)
+    assert book.merge(theirs, into=mine) == {"99": 2}
+    merged = {c["provenance"]["config"]["x"]: c for c in ResultStore(mine / "99").current()}
+    assert sorted(merged) == [1, 2, 3, 4]
+    stored = {c["provenance"]["config"]["x"]: c for c in ResultStore(theirs / "99").current()}
+    assert merged[3]["provenance"] == stored[3]["provenance"] and merged[3]["result"] == stored[3]["result"]
+    assert book.merge(theirs, into=mine) == {"99": 0}  # nothing twice
+
+
 def test_a_missing_figure_says_how_to_compute_it():
     run = book.ChapterRun("02", {"scale": "paper"})
     assert "not computed yet (run `make paper NAME=02`)" in run.not_computed("Figure 5").data

@@ -7,7 +7,7 @@ import pytest
 from explainopt.chapters import robust_ensembles as CH
 from explainopt.chapters import settings
 from explainopt.datasets import load_dataset
-from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
 
 # --------------------------------------------------------------------------- simulations
 
@@ -276,8 +276,11 @@ def test_naive_below_half_claim():
 
 
 def test_spambase_naive_claim():
-    assert CH.claim_spambase_naive(_table1({"Spambase": 0})).verdict == REPRODUCED
-    assert CH.claim_spambase_naive(_table1({"Spambase": 40})).verdict == DIFFERS
+    assert CH.claim_spambase_naive(_table1({"Spambase": 0}, n=10)).verdict == REPRODUCED
+    assert CH.claim_spambase_naive(_table1({"Spambase": 0}, n=2)).verdict == NOT_RUN  # too few to tell
+    assert CH.claim_spambase_naive(_table1({"Spambase": 40}, n=100)).verdict == DIFFERS
+    few = CH.claim_spambase_naive(_table1({"Spambase": 30}, n=20))  # 6 of 20: the interval reaches below 20%
+    assert few.verdict == PARTLY and "n = 20" in few.ours
     assert CH.claim_spambase_naive(_table1({"COMPAS": 0})).verdict == NOT_RUN
 
 

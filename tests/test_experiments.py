@@ -1,6 +1,8 @@
+import gzip
 import json
 import pickle
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,11 +138,16 @@ def vector_cell(x, n=3):
     return {"x": np.arange(n) * x, "status": "optimal", "value": float(x) / 3}
 
 
+def _stored_lines(path):
+    with gzip.open(path, "rt") as handle:  # the concatenated members, read as one stream
+        return handle.read().splitlines()
+
+
 def test_the_store_keeps_one_json_line_per_cell_and_restores_arrays(tmp_path):
     store = ResultStore(tmp_path)
     configs = [{"x": x} for x in range(4)]
     first = run_grid(vector_cell, configs, cache=store, progress=False)
-    lines = (tmp_path / "vector_cell.jsonl").read_text().splitlines()
+    lines = _stored_lines(tmp_path / "vector_cell.jsonl.gz")
     assert len(lines) == 4 and all(json.loads(line)["provenance"]["code"] for line in lines)
     again = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)  # a fresh reader
     for a, b in zip(first, again):
@@ -150,9 +157,9 @@ def test_the_store_keeps_one_json_line_per_cell_and_restores_arrays(tmp_path):
 def test_deleting_one_stored_cell_recomputes_exactly_that_cell(tmp_path):
     configs = [{"x": x} for x in range(5)]
     run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
-    path = tmp_path / "vector_cell.jsonl"
-    lines = path.read_text().splitlines()
-    path.write_text("\n".join(lines[:2] + lines[3:]) + "\n")
+    path = tmp_path / "vector_cell.jsonl.gz"
+    lines = _stored_lines(path)
+    path.write_bytes(gzip.compress("".join(line + "\n" for line in lines[:2] + lines[3:]).encode()))
     CALLS.clear()
     run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
     assert CALLS == [2]
@@ -161,11 +168,29 @@ def test_deleting_one_stored_cell_recomputes_exactly_that_cell(tmp_path):
 def test_a_torn_last_line_is_ignored_and_that_cell_computed_again(tmp_path):
     configs = [{"x": x} for x in range(3)]
     run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
-    path = tmp_path / "vector_cell.jsonl"
-    path.write_text(path.read_text()[:-25])  # an interrupted write
+    path = tmp_path / "vector_cell.jsonl.gz"
+    path.write_bytes(path.read_bytes()[:-25])  # an interrupted write
     CALLS.clear()
     run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
     assert CALLS == [2]
+
+
+def test_cells_appended_after_a_torn_member_are_read(tmp_path):
+    configs = [{"x": x} for x in range(4)]
+    run_grid(vector_cell, configs[:3], cache=ResultStore(tmp_path), progress=False)
+    path = tmp_path / "vector_cell.jsonl.gz"
+    path.write_bytes(path.read_bytes()[:-25])  # cell 2 torn by an interrupted write
+    run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)  # appends 2 and 3 after it
+    CALLS.clear()
+    out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
+    assert CALLS == [] and [r["value"] for r in out] == pytest.approx([x / 3 for x in range(4)])
+
+
+def test_a_store_of_many_members_reads_back_every_cell(tmp_path):
+    configs = [{"x": x, "n": 2000} for x in range(300)]  # many members, which straddle the read chunks
+    run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
+    out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), missing="skip", progress=False)
+    assert all(r is not None and r["x"][-1] == 1999 * c["x"] for r, c in zip(out, configs))
 
 
 def test_stale_cells_are_counted_and_recomputed(tmp_path, monkeypatch):
@@ -177,7 +202,34 @@ def test_stale_cells_are_counted_and_recomputed(tmp_path, monkeypatch):
     run_grid(vector_cell, configs, cache=store, progress=False)
     assert grid_progress(vector_cell, configs, store) == {"cells": 3, "computed": 3, "stale": 0}
     store.compact(vector_cell)
-    assert len((tmp_path / "vector_cell.jsonl").read_text().splitlines()) == 3
+    assert len(_stored_lines(tmp_path / "vector_cell.jsonl.gz")) == 3
+
+
+def marking_cell(x, folder, seconds=1.0, fails=()):
+    """Sleeps, then leaves a mark in `folder`; raises at once for the x in `fails`."""
+    if x in fails:
+        raise ValueError(f"cell {x} fails")
+    time.sleep(seconds)
+    (Path(folder) / f"done-{x}").touch()
+    return {"x": x}
+
+
+def test_a_budget_starts_no_cell_after_its_deadline(tmp_path):
+    configs = [{"x": x, "folder": str(tmp_path)} for x in range(6)]
+    out = run_grid(marking_cell, configs, n_jobs=2, budget=0.2, progress=False)
+    assert [r is not None for r in out] == [True, True, False, False, False, False]  # one cell per worker
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["done-0", "done-1"]
+
+
+def test_a_failing_cell_stops_the_cells_in_flight_and_keeps_those_finished(tmp_path):
+    configs = [{"x": x, "folder": str(tmp_path / "marks"), "seconds": 2.0 * x, "fails": [2]} for x in range(3)]
+    (tmp_path / "marks").mkdir()
+    store = ResultStore(tmp_path / "store")
+    with pytest.raises(ValueError, match="cell 2 fails"):
+        run_grid(marking_cell, configs, cache=store, n_jobs=2, progress=False)
+    time.sleep(3.0)  # longer than cell 1 would have taken, had it been left running
+    assert sorted(p.name for p in (tmp_path / "marks").iterdir()) == ["done-0"]
+    assert grid_progress(marking_cell, configs, ResultStore(tmp_path / "store"))["computed"] == 1
 
 
 def test_skip_renders_what_is_stored_and_leaves_the_rest_none(tmp_path):
@@ -218,4 +270,4 @@ def test_a_dask_cluster_gives_the_same_results_as_the_local_run(tmp_path):
         remote = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), scheduler=cluster.scheduler_address,
                           n_jobs=2, progress=False)
     assert all(np.array_equal(a["x"], b["x"]) and a["value"] == b["value"] for a, b in zip(local, remote))
-    assert len((tmp_path / "vector_cell.jsonl").read_text().splitlines()) == 6
+    assert len(_stored_lines(tmp_path / "vector_cell.jsonl.gz")) == 6

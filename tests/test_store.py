@@ -32,7 +32,7 @@ def _limited(value) -> bool:
 def _draw() -> list[tuple[str, dict]]:
     if not STORE.is_dir():
         return []
-    content = b"".join(p.read_bytes() for p in sorted(STORE.rglob("*.jsonl")))
+    content = b"".join(p.read_bytes() for p in sorted(STORE.rglob("*.jsonl.gz")))
     rng = np.random.default_rng(int(hashlib.sha256(content).hexdigest()[:12], 16))
     chosen = []
     folders = sorted(p for p in STORE.iterdir() if p.is_dir())

@@ -4,6 +4,7 @@ Command line::
 
     python -m explainopt.book run --scale smoke|book|paper [--only 01 03] [-p name value ...]
     python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS] [--grids NAME ...]
+    python -m explainopt.book merge OTHER/results/paper [--scale paper]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
 
@@ -13,8 +14,9 @@ and regenerates the reproduction-status page from the chapters' saved results an
 exercise index from the notebooks. With ``--budget`` it first computes, in parallel and most
 informative first, the chapter's grid cells that the results store (``results/<scale>/NN``) does not
 hold yet, and stops submitting cells when the budget is spent; run it
-again, on any machine, to go on. At the paper scale a chapter renders from the store and computes no
-cell itself. ``build`` runs ``jupyter-book build`` with execution off.
+again, on any machine, to go on; ``merge`` folds in the cells that another machine's copy of the store
+holds and this one lacks, so several machines can fill one chapter side by side. At the paper scale a
+chapter renders from the store and computes no cell itself. ``build`` runs ``jupyter-book build`` with execution off.
 
 Inside a notebook, :func:`start_chapter` shows the "this run" box, :meth:`ChapterRun.grid` runs a grid
 of the chapter through its cache, and :meth:`ChapterRun.finish` saves the claims table and shows the
@@ -44,7 +46,8 @@ import yaml
 from IPython.display import Markdown, display
 
 from . import chapters, reporting
-from .experiments import ROOT, Grid, chapter_cache, grid_progress, machine, parse_duration, run_grid, versions
+from .experiments import (ROOT, Grid, ResultStore, chapter_cache, grid_progress, machine, parse_duration, run_grid,
+                          versions)
 
 SCALES = ("smoke", "book", "paper")
 #: The scales whose verdicts are committed, ``results/<scale>/NN.json``: the book's and the paper's.
@@ -397,6 +400,23 @@ def _parse_value(text: str):
         return text
 
 
+def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None = None) -> dict[str, int]:
+    """Fold another copy of the results store (``folder``: another clone's or machine's ``results/<scale>``,
+    one sub-folder per chapter) into this one (``into``, default ``results/<scale>``): every cell computed
+    by the current code that this store lacks is appended with its own provenance. Returns the number of
+    cells added per chapter."""
+    into = Path(into or ROOT / "results" / scale)
+    added = {}
+    for theirs in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
+        mine, added[theirs.name] = ResultStore(into / theirs.name), 0
+        for cell in ResultStore(theirs).current():
+            func, config = cell["function"], cell["provenance"]["config"]
+            if mine.get(func, config) is None:
+                mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
+                added[theirs.name] += 1
+    return added
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m explainopt.book", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -412,6 +432,9 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--scheduler", help="address of a dask.distributed scheduler to compute the cells on")
     p_run.add_argument("--grids", nargs="+", help="with --budget: fill only these grids of the chapter "
                                                    "(e.g. figure2 region_path)")
+    p_merge = sub.add_parser("merge", help="add the cells of another copy of the results store that this one lacks")
+    p_merge.add_argument("folder", type=Path, help="the other copy's results/<scale> folder")
+    p_merge.add_argument("--scale", default="paper", choices=COMMITTED)
     p_build = sub.add_parser("build", help="build the HTML book with jupyter-book (execution off)")
     p_build.add_argument("--warnings-as-errors", action="store_true")
     p_student = sub.add_parser("student", help="a student's copy of a chapter at the smoke scale, opened in JupyterLab")
@@ -425,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
         except ChapterFailed as exc:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
             return 1
+    elif args.command == "merge":
+        for chapter, n in merge(args.folder, args.scale).items():
+            print(f"[explainopt] chapter {chapter}: {n} cells added")
     elif args.command == "student":
         copy = prepare_student_copy(args.chapter)
         print(f"[explainopt] {copy.relative_to(ROOT)} (scale smoke; change the parameters cell to go further)")

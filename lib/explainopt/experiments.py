@@ -11,7 +11,7 @@ Two caches, one convention (:func:`chapter_cache`): below the paper scale a chap
 pickles (:class:`PickleCache`, ``.cache/<chapter>``); at the paper scale in the committed results store
 (:class:`ResultStore`, ``results/paper/<chapter>``), which a budgeted run fills (``budget=``, most
 informative cells first with ``order=``), a later run on another machine continues, and the book renders
-(``missing="skip"``). Writes are atomic or flushed line by line, so an interrupted run loses nothing
+(``missing="skip"``). Writes are atomic or flushed cell by cell, so an interrupted run loses nothing
 already computed.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import gzip
 import hashlib
 import importlib
 import importlib.util
@@ -30,6 +31,7 @@ import pickle
 import platform
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterable
 from concurrent import futures
 from dataclasses import dataclass
@@ -269,6 +271,34 @@ def stored_form(result):
     return json.loads(json.dumps(result, default=_encode), object_hook=_decode)
 
 
+_GZIP_MAGIC, _READ_CHUNK = b"\x1f\x8b\x08", 1 << 16
+
+
+def _gzip_text(data: bytes) -> str:
+    """The text of concatenated gzip members (what :meth:`ResultStore.put` appends). A member torn by an
+    interrupted write is skipped, and reading goes on at the next member's header, so the cells appended
+    after it are read too. Fed in chunks, so that a file of many members reads in linear time."""
+    view, start, text = memoryview(data), 0, []
+    while start < len(data):
+        member, end, chunks = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16), start, []
+        with contextlib.suppress(zlib.error):
+            while not member.eof and end < len(data):
+                chunks.append(member.decompress(view[end:end + _READ_CHUNK]))
+                end = min(end + _READ_CHUNK, len(data))
+        if member.eof:  # whole, its checksum verified
+            text += chunks
+            start = end - len(member.unused_data)
+        else:
+            start = data.find(_GZIP_MAGIC, start + 1)
+            if start < 0:
+                break
+    return b"".join(text).decode()
+
+
+def _gzip(text: str) -> bytes:
+    return gzip.compress(text.encode(), mtime=0)  # no timestamp: the same cells, the same bytes
+
+
 def _parse_line(line: str) -> dict | None:
     """One stored cell, or None for a line torn by an interrupted write."""
     try:
@@ -278,13 +308,14 @@ def _parse_line(line: str) -> dict | None:
 
 
 class ResultStore:
-    """The committed results store of a chapter: ``results/<scale>/<chapter>/<function>.jsonl``.
+    """The committed results store of a chapter: ``results/<scale>/<chapter>/<function>.jsonl.gz``.
 
     One JSON line per computed cell: its key, result (JSON values; NumPy arrays tagged and restored) and
-    provenance (:func:`compute_cell`). Lines are appended by the one process that runs the grid and
-    flushed at once, so an interrupted run loses nothing already computed; a torn last line is ignored
-    when read. A line whose code fingerprint differs from the current code is *stale*: it is not served,
-    and the cell is computed again (the new line supersedes it; :meth:`compact` drops old lines).
+    provenance (:func:`compute_cell`). Each line is appended as a gzip member of its own (gzip reads
+    concatenated members as one stream) by the one process that runs the grid and flushed at once, so an
+    interrupted run loses nothing already computed; a torn last member is ignored when read. A line whose
+    code fingerprint differs from the current code is *stale*: it is not served, and the cell is computed
+    again (the new line supersedes it; :meth:`compact` drops old lines).
     Nothing in the store is written by hand.
     """
 
@@ -297,7 +328,7 @@ class ResultStore:
         return cls(ROOT / "results" / scale / chapter)
 
     def path(self, func: Callable) -> Path:
-        return self.folder / f"{func.__name__}.jsonl"
+        return self.folder / f"{func.__name__}.jsonl.gz"
 
     def _read(self, func: Callable) -> dict[str, dict]:
         """Key -> last stored cell of `func` (read once per process)."""
@@ -306,7 +337,7 @@ class ResultStore:
             cells = {}
             path = self.path(func)
             if path.exists():
-                for cell in filter(None, map(_parse_line, path.read_text().splitlines())):
+                for cell in filter(None, map(_parse_line, _gzip_text(path.read_bytes()).splitlines())):
                     cells[cell["key"]] = cell
             self._lines[name] = cells
         return self._lines[name]
@@ -325,8 +356,8 @@ class ResultStore:
         line = json.dumps({"key": key, **cell}, default=_encode, separators=(",", ":"))
         path = self.path(func)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a") as handle:
-            handle.write(line + "\n")
+        with path.open("ab") as handle:
+            handle.write(_gzip(line + "\n"))
             handle.flush()
             os.fsync(handle.fileno())
         self._read(func)[key] = json.loads(line, object_hook=_decode)
@@ -340,9 +371,9 @@ class ResultStore:
         """Every cell of every function in the store that the current code computed (with its
         ``function``, resolved from the provenance)."""
         out = []
-        for path in sorted(self.folder.glob("*.jsonl")):
-            name = next((c["provenance"]["function"] for c in map(_parse_line, path.read_text().splitlines()) if c),
-                        None)
+        for path in sorted(self.folder.glob("*.jsonl.gz")):
+            lines = _gzip_text(path.read_bytes()).splitlines()
+            name = next((c["provenance"]["function"] for c in map(_parse_line, lines) if c), None)
             if name:
                 module, _, qualname = name.rpartition(".")
                 func = getattr(importlib.import_module(module), qualname)
@@ -350,10 +381,11 @@ class ResultStore:
         return out
 
     def compact(self, func: Callable) -> None:
-        """Rewrite `func`'s file with one line per key (the last one), dropping superseded lines."""
+        """Rewrite `func`'s file as one gzip member with one line per key (the last one), dropping
+        superseded lines."""
         cells = self._read(func)
         text = "".join(json.dumps(c, default=_encode, separators=(",", ":")) + "\n" for c in cells.values())
-        atomic_write_bytes(self.path(func), text.encode())
+        atomic_write_bytes(self.path(func), _gzip(text))
 
 
 def as_cache(cache) -> PickleCache | ResultStore | None:
@@ -408,7 +440,12 @@ def _executor(n_jobs: int, scheduler: str | None):
         with Client(scheduler) as client:
             yield client.get_executor()
     else:
-        yield get_reusable_executor(max_workers=joblib.cpu_count() if n_jobs in (-1, None) else max(1, n_jobs))
+        executor = get_reusable_executor(max_workers=joblib.cpu_count() if n_jobs in (-1, None) else max(1, n_jobs))
+        try:
+            yield executor
+        except BaseException:  # a failed cell or an interrupt: stop the cells in flight now, not at exit
+            executor.shutdown(wait=False, kill_workers=True)
+            raise
 
 
 @dataclass
@@ -450,8 +487,10 @@ def run_grid(
     n_jobs : parallel worker processes (-1: all cores); scheduler: the address of an existing
         dask.distributed scheduler to run the cells on instead (then n_jobs: how many of its workers to
         keep busy).
-    budget : stop submitting cells after this long (seconds or ``"2h"``); cells already running finish
-        and are stored; the rest stay missing (None in the result) for a later run to compute.
+    budget : stop submitting cells after this long (seconds or ``"2h"``); cells already running (at most
+        one per worker) finish and are stored; the rest stay missing (None in the result) for a later run
+        to compute. A cell that raises, or an interrupt, stops the workers at once; the cells finished
+        before are stored.
     order : the order in which missing cells are submitted (indices into `configs`; default: as given),
         e.g. the cells behind undecided claims first.
     """
@@ -480,10 +519,10 @@ def run_grid(
             results[i] = _store(cache, func, configs[i], compute_cell(func, configs[i]))
             bar.update()
     else:
-        width = 2 * (n_jobs if n_jobs > 0 else joblib.cpu_count())  # cells in flight
+        width = n_jobs if n_jobs > 0 else joblib.cpu_count()  # cells in flight: none waits past a deadline
         with _executor(n_jobs, scheduler) as executor:
             pending, queue = {}, iter(todo)
-            while True:  # keep `width` cells in flight; submit no new one after the deadline
+            while True:  # keep every worker busy; submit no new cell after the deadline
                 while len(pending) < width and (deadline is None or time.monotonic() < deadline):
                     i = next(queue, None)
                     if i is None:

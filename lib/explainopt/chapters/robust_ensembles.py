@@ -866,12 +866,20 @@ def claim_naive_below_half(table1, *, minimum: int = 3) -> Claim:
                  holds=below > len(naive) / 2 if len(naive) >= minimum else None, why=why)
 
 
-def claim_spambase_naive(table1) -> Claim:
-    """Naive validity below 20% on Spambase (Table 1)."""
-    naive = table1.set_index("dataset")["ours [%]"] if len(table1) else pd.Series(dtype=float)
-    ours = naive.get("Spambase")
+def claim_spambase_naive(table1, *, level: float = 0.95, minimum: int = 10) -> Claim:
+    """Naive validity below 20% on Spambase (Table 1): reproduced when our rate is below 20%, *partly* when
+    it is not but its binomial interval reaches below 20%, differs when the whole interval lies above; not
+    run below `minimum` counterfactuals."""
+    row = table1[table1.dataset == "Spambase"] if len(table1) else table1
+    if not len(row):
+        return claim("Naive validity falls below 20% on Spambase", paper=f"{naive_validity_paper(100)['Spambase']}%",
+                     ours="not run", holds=None)
+    rate, n = float(row["ours [%]"].iloc[0]), int(row["n"].iloc[0])
+    est = binomial_interval(round(rate * n / 100), n, level=level)
     return claim("Naive validity falls below 20% on Spambase", paper=f"{naive_validity_paper(100)['Spambase']}%",
-                 ours="not run" if missing(ours) else f"{ours:.0f}%", holds=None if missing(ours) else ours < 20)
+                 ours=f"{rate:.0f}% ({level:.0%} interval {100 * est.low:.0f}-{100 * est.high:.0f}%, n = {n})",
+                 holds=100 * est.low < 20, partly=rate >= 20, evidence=n, minimum=minimum,
+                 why="partly = our rate is not below 20% but its interval reaches below it")
 
 
 def claim_direct_saa_targets(curves, *, datasets) -> Claim:
