@@ -16,7 +16,8 @@ informative first, the chapter's grid cells that the results store (``results/<s
 hold yet, and stops submitting cells when the budget is spent; run it
 again, on any machine, to go on; ``merge`` folds in the cells that another machine's copy of the store
 holds and this one lacks, so several machines can fill one chapter side by side. At the paper scale a
-chapter renders from the store and computes no cell itself. ``build`` runs ``jupyter-book build`` with execution off.
+chapter renders from the store and computes no cell itself. ``build`` runs ``jupyter-book build`` with
+execution off.
 
 Inside a notebook, :func:`start_chapter` shows the "this run" box, :meth:`ChapterRun.grid` runs a grid
 of the chapter through its cache, and :meth:`ChapterRun.finish` saves the claims table and shows the
