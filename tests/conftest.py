@@ -4,6 +4,7 @@ import os
 import shutil
 from pathlib import Path
 
+import explainopt  # noqa: F401  (first: it pins the numerical code paths before NumPy loads its kernels)
 import numpy as np
 import pytest
 

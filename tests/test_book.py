@@ -1,5 +1,6 @@
 """The pipeline as a user meets it: clean notebooks, the papermill runner, the book build."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -200,12 +201,53 @@ def test_merge_adds_the_other_stores_cells_that_this_one_lacks_with_their_proven
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     book.run_grid(_stored, [{"x": x} for x in (1, 2)], cache=ResultStore(mine / "99"), progress=False)
     book.run_grid(_stored, [{"x": x} for x in (2, 3, 4)], cache=ResultStore(theirs / "99"), progress=False)
-    assert book.merge(theirs, into=mine) == {"99": 2}
+    assert book.merge(theirs, into=mine) == {"99": {"added": 2, "problems": []}}
     merged = {c["provenance"]["config"]["x"]: c for c in ResultStore(mine / "99").current()}
     assert sorted(merged) == [1, 2, 3, 4]
     stored = {c["provenance"]["config"]["x"]: c for c in ResultStore(theirs / "99").current()}
     assert merged[3]["provenance"] == stored[3]["provenance"] and merged[3]["result"] == stored[3]["result"]
-    assert book.merge(theirs, into=mine) == {"99": 0}  # nothing twice
+    assert book.merge(theirs, into=mine)["99"]["added"] == 0  # nothing twice
+    assert book.merge(theirs / "99", into=mine)["99"]["added"] == 0  # a chapter's folder is one chapter
+
+
+def test_merge_names_what_it_cannot_read_and_refuses_a_folder_without_a_store(tmp_path):
+    from explainopt.experiments import ResultStore
+
+    theirs = tmp_path / "theirs"
+    book.run_grid(_stored, [{"x": x} for x in (1, 2)], cache=ResultStore(theirs / "99"), progress=False)
+    (theirs / "99" / "plain.jsonl.gz").write_text('{"key": "k"}\n')  # not gzip
+    lines = gzip.decompress((theirs / "99" / "_stored.jsonl.gz").read_bytes())
+    (theirs / "99" / "renamed.jsonl.gz").write_bytes(gzip.compress(lines.replace(b"._stored", b"._renamed")))
+    report = book.merge(theirs, into=tmp_path / "mine")["99"]
+    assert report["added"] == 2
+    assert any("plain.jsonl.gz: not a results-store file" in p for p in report["problems"])
+    assert any("_renamed is not in the code any more" in p for p in report["problems"])
+    with pytest.raises(ValueError, match="no results-store files"):
+        book.merge(tmp_path, into=tmp_path / "mine2")
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        book.merge(tmp_path / "nowhere", into=tmp_path / "mine3")
+
+
+def test_off_defaults_names_the_parameters_a_reader_changed():
+    from explainopt.chapters import optimizing_explanations as CH, settings
+
+    defaults = {"scale": "book", "solver": "auto", "seed": 0, "tie_rtol": 1e-6, **settings(CH.SCALES, "book")}
+    assert book.off_defaults("01", defaults) == {}
+    assert book.off_defaults("01", {**defaults, "n_jobs": 7}) == {}  # how it runs, not what it computes
+    assert book.off_defaults("01", {**defaults, **settings(CH.SCALES, "book", dimensions=[1])}) == {"dimensions": [1]}
+    assert book.off_defaults("01", {**defaults, "seed": 3}) == {"seed": 3}
+
+
+def test_a_run_off_the_defaults_leaves_the_committed_verdicts_alone(tmp_path, monkeypatch):
+    from explainopt import reporting
+
+    monkeypatch.setenv("EXPLAINOPT_RESULTS", str(tmp_path / "run"))
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    claim = reporting.Claim("c", "paper", "ours", reporting.REPRODUCED, "why")
+    book.ChapterRun("01", {"scale": "book", "seed": 3}).finish([claim])
+    assert (tmp_path / "run" / "01.json").exists() and not (tmp_path / "results" / "book" / "01.json").exists()
+    book.ChapterRun("01", {"scale": "book", "seed": 0}).finish([claim])
+    assert (tmp_path / "results" / "book" / "01.json").exists()
 
 
 def test_a_missing_figure_says_how_to_compute_it():

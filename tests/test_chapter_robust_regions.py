@@ -240,6 +240,20 @@ def test_trend_checks_compute_the_papers_ratios_and_shares():
     assert checks["l2_slower"] == 1.0 and checks["small_rho_faster"] == 1.0
 
 
+def test_a_configuration_missing_one_side_is_no_evidence_against_a_trend():
+    times = {}
+    for d in ("banknote", "diabetes", "ionosphere"):
+        times[("RF5", d, "linf", 0.01)], times[("RF5", d, "linf", 0.05)] = 1.0, 2.0  # matched: 0.01 faster
+        times[("RF50", d, "linf", 0.01)] = 5.0  # no 0.05 cell: a NaN comparison counted False before
+        times[("RF5", d, "l2", 0.05)] = 4.0
+    checks = CH.trend_checks(_summary(times))
+    assert checks["small_rho_faster"] == 1.0 and checks["rho_pairs"] == 3
+    assert checks["l2_pairs"] == 3 and checks["l2_slower"] == 1.0
+    assert "100% of 3 matched" in CH.claim_small_rho_faster(checks).ours
+    few = CH.trend_checks(_summary({k: v for k, v in times.items() if k[1] == "banknote"}))
+    assert math.isnan(few["small_rho_faster"]) and CH.claim_small_rho_faster(few).verdict == "not run"
+
+
 def test_trend_checks_compare_the_iterations_of_the_largest_and_smallest_model_of_a_family():
     summary = _summary({("DT3", "banknote", "linf", 0.05): 1.0, ("DT10", "banknote", "linf", 0.05): 2.0,
                         ("LR", "banknote", "linf", 0.05): 0.1})
@@ -249,8 +263,8 @@ def test_trend_checks_compare_the_iterations_of_the_largest_and_smallest_model_o
 
 def test_trend_checks_are_nan_without_the_configurations_they_compare():
     checks = CH.trend_checks(_summary({("DT3", "banknote", "linf", 0.05): 1.0}))
-    assert all(math.isnan(v) for v in checks.values())
-    assert all(math.isnan(v) for v in CH.trend_checks(pd.DataFrame()).values())
+    assert all(math.isnan(checks[name]) for name in CH.TRENDS)
+    assert all(math.isnan(CH.trend_checks(pd.DataFrame())[name]) for name in CH.TRENDS)
 
 
 # --------------------------------------------------------------------------- claims: holds, fails, no data
@@ -276,7 +290,7 @@ def test_claim_regions_certified():
 def test_claims_on_shares_of_configurations(name, key, holds, fails):
     make = getattr(CH, name)
     values = {"holds": holds, "fails": fails, "none": math.nan}
-    assert _verdicts(lambda c: make({key: values[c]})) == (REPRODUCED, DIFFERS, NOT_RUN)
+    assert _verdicts(lambda c: make({key: values[c], "l2_pairs": 10, "rho_pairs": 10})) == (REPRODUCED, DIFFERS, NOT_RUN)
 
 
 def test_claim_complexity_needs_both_ratios():

@@ -271,3 +271,195 @@ def test_a_dask_cluster_gives_the_same_results_as_the_local_run(tmp_path):
                           n_jobs=2, progress=False)
     assert all(np.array_equal(a["x"], b["x"]) and a["value"] == b["value"] for a, b in zip(local, remote))
     assert len(_stored_lines(tmp_path / "vector_cell.jsonl.gz")) == 6
+
+
+# --------------------------------------------------------------------------- a store that never loses a cell
+
+def _compacted_store(tmp_path, n=20):
+    configs = [{"x": x} for x in range(n)]
+    store = ResultStore(tmp_path)
+    run_grid(vector_cell, configs, cache=store, progress=False)
+    store.compact(vector_cell)
+    return configs, tmp_path / "vector_cell.jsonl.gz"
+
+
+def test_a_damaged_byte_of_a_compacted_file_loses_one_cell_with_a_warning(tmp_path):
+    configs, path = _compacted_store(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    path.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match=r"vector_cell.jsonl.gz: skipped .* 1 damaged gzip members"):
+        out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), missing="skip", progress=False)
+    assert sum(r is None for r in out) == 1
+
+
+def test_a_cut_file_keeps_its_readable_prefix(tmp_path):
+    configs, path = _compacted_store(tmp_path)
+    path.write_bytes(path.read_bytes()[: int(0.99 * path.stat().st_size)])
+    with pytest.warns(UserWarning, match="damaged"):
+        out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), missing="skip", progress=False)
+    assert sum(r is None for r in out) == 1 and out[0] is not None
+
+
+def test_a_damaged_single_member_file_keeps_the_lines_before_the_damage(tmp_path):
+    configs = [{"x": x} for x in range(20)]
+    run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
+    path = tmp_path / "vector_cell.jsonl.gz"
+    path.write_bytes(gzip.compress("".join(line + "\n" for line in _stored_lines(path)).encode()))  # one member
+    path.write_bytes(path.read_bytes()[: int(0.9 * path.stat().st_size)])
+    with pytest.warns(UserWarning, match="damaged"):
+        out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), missing="skip", progress=False)
+    assert 10 <= sum(r is not None for r in out) < 20
+
+
+def test_an_unreadable_file_is_an_error_naming_it_never_zero_cells(tmp_path):
+    path = tmp_path / "vector_cell.jsonl.gz"
+    path.write_text('{"key": "abc", "result": 1, "provenance": {}}\n')  # JSON lines, not gzip
+    with pytest.raises(experiments.StoreError, match="vector_cell.jsonl.gz: not a results-store file"):
+        run_grid(vector_cell, [{"x": 1}], cache=ResultStore(tmp_path), missing="skip", progress=False)
+    path.write_bytes(gzip.compress(b'{"key": "abc", "result": 1}\n'))  # a line without provenance
+    with pytest.raises(experiments.StoreError, match="vector_cell.jsonl.gz: no readable cell"):
+        run_grid(vector_cell, [{"x": 1}], cache=ResultStore(tmp_path), missing="skip", progress=False)
+
+
+def _probe_module(tmp_path, monkeypatch, body):
+    import importlib
+    import sys
+    import textwrap
+
+    (tmp_path / "probe_cells.py").write_text(textwrap.dedent(body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code_fingerprint.cache_clear()
+    module = importlib.reload(sys.modules["probe_cells"]) if "probe_cells" in sys.modules else importlib.import_module("probe_cells")
+    return module
+
+
+def test_docstrings_and_comments_stale_no_cell_and_a_data_file_the_code_names_does(tmp_path, monkeypatch):
+    monkeypatch.setattr(experiments, "DATA_FOLDERS", (tmp_path,))
+    experiments._module_parts.cache_clear()
+    (tmp_path / "probe_grid.csv").write_text("D,N\n3,125\n")
+    body = '''
+        """A probe."""
+        GRID = "probe_grid"
+
+        def cell(x):
+            """Doc."""
+            return {"value": x * 2, "grid": GRID}  # a comment
+        '''
+    before = code_fingerprint(_probe_module(tmp_path, monkeypatch, body).cell)
+    edited = body.replace('"""Doc."""', '"""Another doc."""').replace("# a comment", "# another")
+    assert code_fingerprint(_probe_module(tmp_path, monkeypatch, edited).cell) == before
+    (tmp_path / "probe_grid.csv").write_text("D,N\n3,64\n")
+    assert code_fingerprint(_probe_module(tmp_path, monkeypatch, edited).cell) != before
+
+
+def test_the_fingerprint_covers_the_chapters_grid_file():
+    from explainopt.chapters import optimizing_explanations as CH
+
+    parts = {f.name for f in experiments._data_files(experiments.ast.parse(Path(CH.__file__).read_text()))}
+    assert "optimizing_explanations_grids.csv" in parts
+
+
+def test_two_runners_never_compute_the_same_cell(tmp_path):
+    configs = [{"x": x} for x in range(3)]
+    other = ResultStore(tmp_path).claim(vector_cell, configs[1])  # another runner is on cell 1
+    CALLS.clear()
+    out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)
+    assert CALLS == [0, 2] and out[1] is None
+    ResultStore(tmp_path).put(vector_cell, configs[1], experiments.compute_cell(vector_cell, configs[1]))
+    other.release()  # it stored its cell: a later runner reads it instead of computing it
+    CALLS.clear()
+    assert run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)[1]["value"] == pytest.approx(1 / 3)
+    assert CALLS == []
+
+
+RUNNER = """
+import sys
+from explainopt.experiments import run_grid
+sys.path.insert(0, {tests!r})
+from test_experiments import pid_cell
+run_grid(pid_cell, [dict(x=x, folder={folder!r}) for x in range(4)], n_jobs=2, progress=False)
+"""
+
+
+def pid_cell(x, folder):
+    import os
+
+    (Path(folder) / f"pid-{x}").write_text(str(os.getpid()))
+    time.sleep(60)
+    return {"x": x}
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
+
+
+def test_a_killed_runner_leaves_no_workers_behind(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    runner = subprocess.Popen([sys.executable, "-c", RUNNER.format(tests=str(Path(__file__).parent), folder=str(tmp_path))])
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("pid-*"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = [int(p.read_text()) for p in tmp_path.glob("pid-*")]
+    assert len(workers) == 2
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in workers)
+
+
+# --------------------------------------------------------------------------- revalidate
+
+PROBE = '''
+def cell(x):
+    return {"value": x * 2, "status": "optimal"}
+'''
+
+
+def _filled(tmp_path, monkeypatch, n=40):
+    module = _probe_module(tmp_path, monkeypatch, PROBE)
+    store = ResultStore(tmp_path / "store")
+    run_grid(module.cell, [{"x": x} for x in range(n)], cache=store, progress=False)
+    return store
+
+
+def test_revalidate_keeps_the_store_through_a_refactor_that_changes_no_result(tmp_path, monkeypatch):
+    _filled(tmp_path, monkeypatch)
+    module = _probe_module(tmp_path, monkeypatch, PROBE.replace("x * 2", "x + x"))  # same results, other code
+    store = ResultStore(tmp_path / "store")
+    report = experiments.revalidate(store, module.cell)
+    assert report["stale"] == 40 and report["sampled"] == 3 and not report["differs"] and report["restamped"] == 37
+    assert len(store.cells(module.cell)) == 40
+    restamped = [c for c in store.cells(module.cell) if "revalidated" in c["provenance"]]
+    assert len(restamped) == 37  # a re-stamped cell says so: the old code, the date, the sample
+    stamp = restamped[0]["provenance"]["revalidated"]
+    assert stamp["from"] != code_fingerprint(module.cell) and len(stamp["sample"]) == 3 and stamp["of"] == 40
+
+
+def test_revalidate_restamps_nothing_when_a_sampled_result_moves(tmp_path, monkeypatch):
+    _filled(tmp_path, monkeypatch, n=3)
+    module = _probe_module(tmp_path, monkeypatch, PROBE.replace("x * 2", "x * 2 + (x == 1)"))
+    store = ResultStore(tmp_path / "store")
+    report = experiments.revalidate(store, module.cell)
+    assert report["restamped"] == 0 and list(report["differs"].values()) == [["result.value: largest difference 1"]]
+    assert not any("revalidated" in c["provenance"] for c in store.all_cells(module.cell))
+
+
+def test_the_revalidation_sample_covers_every_stratum_and_at_least_five_percent():
+    cells = [{"key": str(i), "provenance": {"code": "old" if i < 90 else "older",
+                                            "config": {"dataset": "a" if i % 2 else "b"}}} for i in range(100)]
+    sample = experiments.revalidation_sample(cells, random_state=1)
+    assert len(sample) >= 5
+    strata = {(c["provenance"]["code"], c["provenance"]["config"]["dataset"]) for c in sample}
+    assert strata == {("old", "a"), ("old", "b"), ("older", "a"), ("older", "b")}

@@ -1,7 +1,9 @@
 """The committed paper-scale results store reproduces: a few stored cells per chapter, computed again.
 
 Which cells is a seeded draw whose seed is the hash of the store's content, so each change of the store
-checks other cells. Only small cells (stored wall time at most SMALL_S) that no wall-clock limit
+checks other cells. The numerical code paths are pinned (explainopt.numerics) and networks are trained
+with CPU-independent arithmetic (explainopt.training), so a cell computed on one x86-64 machine reproduces
+on another. Only small cells (stored wall time at most SMALL_S) that no wall-clock limit
 decided are drawn, about a minute in all. Deterministic fields must match: statuses, flags and counts
 exactly, numbers and counterfactuals to solver tolerance; times are not compared.
 """
@@ -12,21 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explainopt.experiments import ResultStore, stored_form
+from explainopt.experiments import ResultStore, differences, limited, stored_form
 
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "results" / "paper"
 SMALL_S, PER_CHAPTER, BUDGET_S = 12.0, 3, 60.0
-LIMITED = {"time_limit", "iteration_limit", "no_solution", "max_iter"}
-TOLERANCE = 1e-5
-
-
-def _limited(value) -> bool:
-    if isinstance(value, dict):
-        return any(_limited(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_limited(v) for v in value)
-    return isinstance(value, str) and value in LIMITED
 
 
 def _draw() -> list[tuple[str, dict]]:
@@ -38,7 +30,7 @@ def _draw() -> list[tuple[str, dict]]:
     folders = sorted(p for p in STORE.iterdir() if p.is_dir())
     for folder in folders:
         small = [c for c in ResultStore(folder).current()
-                 if c["provenance"]["wall_time_s"] <= SMALL_S and not _limited(c["result"])]
+                 if c["provenance"]["wall_time_s"] <= SMALL_S and not limited(c["result"])]
         rng.shuffle(small)
         spent = 0.0
         for cell in small[:PER_CHAPTER]:
@@ -49,27 +41,10 @@ def _draw() -> list[tuple[str, dict]]:
     return chosen
 
 
-def _volatile(key: str) -> bool:
-    return "time" in key.lower() or key.endswith("_s")
-
-
-def assert_reproduces(stored, again, path="result"):
-    """Recursive comparison: times skipped, numbers to TOLERANCE, everything else exactly."""
-    if isinstance(stored, dict):
-        assert isinstance(again, dict) and set(stored) == set(again), f"{path}: fields differ"
-        for key in stored:
-            if not _volatile(key):
-                assert_reproduces(stored[key], again[key], f"{path}.{key}")
-    elif isinstance(stored, (list, tuple)) and not (stored and all(isinstance(v, (int, float)) for v in stored)):
-        assert len(stored) == len(again), f"{path}: lengths differ"
-        for i, (a, b) in enumerate(zip(stored, again)):
-            assert_reproduces(a, b, f"{path}[{i}]")
-    elif isinstance(stored, (np.ndarray, list, tuple, float, int)) and not isinstance(stored, bool):
-        a, b = np.asarray(stored, dtype=float), np.asarray(again, dtype=float)
-        assert a.shape == b.shape, f"{path}: shapes differ"
-        assert np.allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE, equal_nan=True), f"{path}: {stored} != {again}"
-    else:
-        assert stored == again or (stored is None and again is None), f"{path}: {stored!r} != {again!r}"
+def assert_reproduces(stored, again):
+    """Times skipped, numbers to the store's tolerance, everything else exactly (experiments.differences)."""
+    found = differences(stored, again)
+    assert not found, "; ".join(found[:5])
 
 
 CELLS = _draw()

@@ -11,7 +11,13 @@ PROPLACE, robust-ensemble counterfactuals and baselines), ``attributions`` (expl
 Chapters (``explainopt.chapters``): each paper's experimental protocol, its transcribed numbers and
 claim checks, on top of the algorithms. Infrastructure: ``experiments`` (cached, resumable grids),
 ``reporting`` (claims and verdicts), ``plots`` (one figure style), ``benchmark`` and ``book`` (the
-notebook runner).
+notebook runner); ``numerics`` pins the numerical code paths (BLAS and torch kernels) when the package is
+imported, so that results do not depend on the CPU, and ``training`` trains networks bit for bit alike on
+any CPU.
 """
+
+from .numerics import pin_code_paths
+
+pin_code_paths()  # before NumPy, SciPy or torch load their kernels in this process or in those it starts
 
 __version__ = "0.1.0"

@@ -5,6 +5,7 @@ Command line::
     python -m explainopt.book run --scale smoke|book|paper [--only 01 03] [-p name value ...]
     python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS] [--grids NAME ...]
     python -m explainopt.book merge OTHER/results/paper [--scale paper]
+    python -m explainopt.book revalidate [--only 04 06] [--fraction 0.05] [--jobs 2]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
 
@@ -27,6 +28,8 @@ provenance footer.
 from __future__ import annotations
 
 import argparse
+import ast
+import contextlib
 import json
 import os
 import re
@@ -34,6 +37,7 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 from collections import Counter
 from datetime import datetime, timezone
 from dataclasses import dataclass, field
@@ -46,11 +50,13 @@ import plotly
 import yaml
 from IPython.display import Markdown, display
 
-from . import chapters, reporting
-from .experiments import (ROOT, Grid, ResultStore, chapter_cache, grid_progress, machine, parse_duration, run_grid,
-                          versions)
+from . import chapters, experiments, reporting
+from .experiments import (ROOT, Grid, ResultStore, StoreError, chapter_cache, grid_progress, machine, parse_duration,
+                          read_store_file, resolve_function, run_grid, versions)
 
 SCALES = ("smoke", "book", "paper")
+#: The committed results: ``results/<scale>/NN.json`` (verdicts) and ``results/paper/NN/`` (the store).
+RESULTS = ROOT / "results"
 #: The scales whose verdicts are committed, ``results/<scale>/NN.json``: the book's and the paper's.
 COMMITTED = ("book", "paper")
 
@@ -145,11 +151,19 @@ class ChapterRun:
         }
 
     def finish(self, claims: list, tables: dict | None = None):
-        """Save the claims (for the status page) and display the provenance footer."""
+        """Save the claims (for the status page) and display the provenance footer. The committed verdicts
+        (``results/<scale>/NN.json``) are written only by a run at the scale's defaults (:func:`off_defaults`);
+        a run with other parameters says where its own are."""
         prov = self.provenance()
-        reporting.save_chapter_results(self.chapter, claims, prov, tables)
-        if self.scale in COMMITTED:  # the verdicts travel with the repository (the paper's, with their store)
-            reporting.save_chapter_results(self.chapter, claims, prov, folder=ROOT / "results" / self.scale)
+        saved = reporting.save_chapter_results(self.chapter, claims, prov, tables)
+        off = off_defaults(self.chapter, self.parameters)
+        if self.scale in COMMITTED and not off:  # the verdicts travel with the repository
+            reporting.save_chapter_results(self.chapter, claims, prov, folder=RESULTS / self.scale)
+        elif self.scale in COMMITTED:
+            changed = ", ".join(f"`{k}={v!r}`" for k, v in off.items())
+            display(Markdown(f"*This run's parameters differ from the {self.scale} scale's defaults ({changed}): "
+                             f"its verdicts are saved in `{saved}`, and the committed "
+                             f"`results/{self.scale}/{self.chapter}.json` is left as it was.*"))
         if self.scale == "paper":
             self.show_scale_changes(claims)
         pkgs = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
@@ -164,7 +178,7 @@ class ChapterRun:
     def show_scale_changes(self, claims: list) -> None:
         """The claims whose verdict at this scale differs from the committed book-scale one, with our number
         at each scale and this run's reason: what the larger sample changed."""
-        book = ROOT / "results" / "book" / f"{self.chapter}.json"
+        book = RESULTS / "book" / f"{self.chapter}.json"
         if not book.exists():
             display(Markdown("*No book-scale verdicts are committed for this chapter (`results/book`): "
                              f"`make chapter NAME={self.chapter}` computes them, for a comparison of the scales.*"))
@@ -180,6 +194,48 @@ class ChapterRun:
             "The book scale judges on a sample of the paper's grid, this run on every stored cell; our number and "
             "the reason at each scale show what the larger sample changed:"))
         display(changes)
+
+
+#: Parameters that change how a chapter runs, not what it computes.
+NEUTRAL = frozenset({"scale", "n_jobs", "cache_dir"})
+
+
+def notebook_defaults(chapter: str) -> dict:
+    """The defaults of a chapter notebook's parameters: the literal assignments of its first code cell."""
+    notebooks = chapter_notebooks([chapter], missing_ok=True)
+    if not notebooks:
+        return {}
+    cell = next(c for c in nbformat.read(notebooks[0], as_version=4).cells if c.cell_type == "code")
+    out = {}
+    for node in ast.parse(cell.source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            with contextlib.suppress(ValueError):
+                out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def _same(a, b) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def off_defaults(chapter: str, parameters: dict) -> dict:
+    """The parameters of a run that differ from the chapter's defaults at its scale: the notebook's
+    defaults, where None stands for the scale's setting (the chapter module's ``SCALES``). Parameters that
+    do not change results (:data:`NEUTRAL`) are left out."""
+    defaults = notebook_defaults(chapter)
+    scale = parameters.get("scale")
+    module = chapters.module(chapter) if chapter in chapters.MODULES else None
+    setting = getattr(module, "SCALES", {}).get(scale, {})
+    off = {}
+    for name, value in parameters.items():
+        if name in NEUTRAL or (name not in defaults and name not in setting):
+            continue
+        allowed = [defaults[name]] if name in defaults else []
+        if name in setting and (name not in defaults or defaults[name] is None):
+            allowed += [setting[name], None]
+        if not any(_same(value, a) for a in allowed):
+            off[name] = value
+    return off
 
 
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
@@ -258,7 +314,7 @@ def write_status_page(output_dir: Path) -> Path:
     was built at, and the paper scale as the committed results store last rendered it."""
     built = output_dir / "results"
     scales = {json.loads(p.read_text())["provenance"].get("scale") for p in built.glob("[0-9]*.json")}
-    folders = {f"{scale} (committed)": ROOT / "results" / scale for scale in COMMITTED}
+    folders = {f"{scale} (committed)": RESULTS / scale for scale in COMMITTED}
     if not scales or not scales <= set(COMMITTED):  # a smoke build: its own column beside the committed ones
         folders = {"this build": built, **folders}
     table = reporting.status_table(folders)
@@ -401,21 +457,70 @@ def _parse_value(text: str):
         return text
 
 
-def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None = None) -> dict[str, int]:
+def _chapter_folders(folder: Path) -> list[Path]:
+    """The chapter folders of a store copy: ``results/<scale>`` (its sub-folders), or one chapter's folder."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{folder}: no such folder; give another copy's results/paper folder")
+    if any(folder.glob("*.jsonl.gz")):
+        return [folder]
+    chapters_in = sorted(p for p in folder.iterdir() if p.is_dir() and any(p.glob("*.jsonl.gz")))
+    if not chapters_in:
+        raise ValueError(f"{folder}: no results-store files (NN/<function>.jsonl.gz) in it; give another copy's "
+                         "results/paper folder")
+    return chapters_in
+
+
+def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None = None) -> dict[str, dict]:
     """Fold another copy of the results store (``folder``: another clone's or machine's ``results/<scale>``,
-    one sub-folder per chapter) into this one (``into``, default ``results/<scale>``): every cell computed
-    by the current code that this store lacks is appended with its own provenance. Returns the number of
-    cells added per chapter."""
-    into = Path(into or ROOT / "results" / scale)
-    added = {}
-    for theirs in sorted(p for p in Path(folder).iterdir() if p.is_dir()):
-        mine, added[theirs.name] = ResultStore(into / theirs.name), 0
-        for cell in ResultStore(theirs).current():
-            func, config = cell["function"], cell["provenance"]["config"]
-            if mine.get(func, config) is None:
-                mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
-                added[theirs.name] += 1
-    return added
+    one sub-folder per chapter, or one chapter's folder) into this one (``into``, default
+    ``results/<scale>``): every cell computed by the current code that this store lacks is appended with its
+    own provenance. Returns per chapter ``{"added": n, "problems": [...]}``: the files it could not read
+    (not a store file, damaged, a function the code no longer has), which it skips."""
+    into = Path(into or RESULTS / scale)
+    report = {}
+    for theirs in _chapter_folders(Path(folder)):
+        mine, problems, added = ResultStore(into / theirs.name), [], 0
+        for path in sorted(theirs.glob("*.jsonl.gz")):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    cells = read_store_file(path)
+                    func = resolve_function(cells[0]["provenance"]["function"]) if cells else None
+                except StoreError as exc:
+                    problems.append(str(exc))
+                    continue
+            problems += [str(w.message) for w in caught]
+            current = ResultStore(theirs).cells(func) if func else []
+            problems += [f"{path}: {len(cells) - len(current)} cells computed by other code, not added"] \
+                if len(cells) > len(current) else []
+            for cell in current:
+                config = cell["provenance"]["config"]
+                if mine.get(func, config) is None:
+                    mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
+                    added += 1
+        report[theirs.name] = {"added": added, "problems": problems}
+    return report
+
+
+def revalidate(chapters_: list[str] | None = None, scale: str = "paper", **options) -> list[dict]:
+    """:func:`~explainopt.experiments.revalidate` every cell function of the chapters' stores (default all)."""
+    reports = []
+    for folder in sorted(p for p in (RESULTS / scale).iterdir() if p.is_dir()):
+        if chapters_ and folder.name not in chapters_:
+            continue
+        store = ResultStore(folder)
+        for func in store.functions():
+            report = experiments.revalidate(store, func, **options)
+            reports.append({"chapter": folder.name, **report})
+            verdict = ("nothing stale" if not report["stale"] else
+                       f"{len(report['differs'])} of {report['sampled']} sampled cells differ, nothing re-stamped: "
+                       + "; ".join(f"{k[:8]} {d[0]}" for k, d in list(report["differs"].items())[:5])
+                       if report["differs"] else
+                       f"{report['sampled'] - len(report['inconclusive'])} sampled cells reproduce"
+                       + (f" ({len(report['inconclusive'])} more decided by a limit)" if report["inconclusive"] else "")
+                       + f"; {report['restamped']} re-stamped")
+            print(f"[explainopt] {folder.name} {func.__name__}: {report['stale']} stale, {verdict}", flush=True)
+    return reports
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -436,6 +541,13 @@ def main(argv: list[str] | None = None) -> int:
     p_merge = sub.add_parser("merge", help="add the cells of another copy of the results store that this one lacks")
     p_merge.add_argument("folder", type=Path, help="the other copy's results/<scale> folder")
     p_merge.add_argument("--scale", default="paper", choices=COMMITTED)
+    p_reval = sub.add_parser("revalidate", help="after a change that should not move results: compute a sample of the "
+                                                 "stale cells again and, if all reproduce, re-stamp the rest")
+    p_reval.add_argument("--only", nargs="+", help="chapter numbers, e.g. 04 06 (default: all)")
+    p_reval.add_argument("--scale", default="paper", choices=COMMITTED)
+    p_reval.add_argument("--fraction", type=float, default=0.05, help="share of the stale cells computed again")
+    p_reval.add_argument("--minimum", type=int, default=3, help="fewest cells computed again per function")
+    p_reval.add_argument("--jobs", type=int, default=1, help="parallel workers")
     p_build = sub.add_parser("build", help="build the HTML book with jupyter-book (execution off)")
     p_build.add_argument("--warnings-as-errors", action="store_true")
     p_student = sub.add_parser("student", help="a student's copy of a chapter at the smoke scale, opened in JupyterLab")
@@ -450,8 +562,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
             return 1
     elif args.command == "merge":
-        for chapter, n in merge(args.folder, args.scale).items():
-            print(f"[explainopt] chapter {chapter}: {n} cells added")
+        for chapter, report in merge(args.folder, args.scale).items():
+            print(f"[explainopt] chapter {chapter}: {report['added']} cells added")
+            for problem in report["problems"]:
+                print(f"[explainopt]   not read: {problem}")
+    elif args.command == "revalidate":
+        reports = revalidate(args.only, args.scale, fraction=args.fraction, minimum=args.minimum, n_jobs=args.jobs)
+        return 1 if any(r["differs"] for r in reports) else 0
     elif args.command == "student":
         copy = prepare_student_copy(args.chapter)
         print(f"[explainopt] {copy.relative_to(ROOT)} (scale smoke; change the parameters cell to go further)")

@@ -25,12 +25,16 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import io
 import json
+import math
 import os
 import pickle
 import platform
 import tempfile
 import time
+import tokenize
+import warnings
 import zlib
 from collections.abc import Callable, Iterable
 from concurrent import futures
@@ -44,6 +48,8 @@ import numpy as np
 import pandas as pd
 from joblib.externals.loky import get_reusable_executor
 from tqdm import tqdm  # plain text bars: no widgets needed in papermill runs
+
+from .numerics import code_paths, cpu_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = __name__.split(".")[0]
@@ -65,8 +71,9 @@ def versions() -> dict[str, str]:
 
 
 def machine() -> str:
-    """Operating system, processor and number of cores."""
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores"
+    """Operating system, processor model and number of cores (:func:`~explainopt.numerics.code_paths`
+    records the code paths too)."""
+    return f"{platform.system()} {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores"
 
 
 def cache_dir(chapter: str) -> Path:
@@ -156,12 +163,63 @@ def _top_level(tree: ast.Module) -> dict[str, ast.AST]:
     return out
 
 
+def code_text(source: str) -> str:
+    """`source` without its docstrings, comments and blank lines: what a fingerprint hashes, so that
+    editing documentation stales no cell. Cut from the source text itself (not an AST dump, which
+    differs between Python versions)."""
+    lines = source.splitlines()
+    cuts = []  # (line, start column, end line, end column), 1-based lines as ast and tokenize give them
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                cuts.append((first.lineno, first.col_offset, first.end_lineno, first.end_col_offset))
+    with contextlib.suppress(tokenize.TokenError, IndentationError):
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                cuts.append((*token.start, *token.end))
+    for line, col, end_line, end_col in sorted(cuts, reverse=True):
+        head, tail = lines[line - 1][:col], lines[end_line - 1][end_col:]
+        lines[line - 1:end_line] = [head + tail]
+    return "\n".join(line.rstrip() for line in lines if line.strip())
+
+
+#: Folders of the data files a cell's code may name (chapters' transcribed tables and grids, the registry).
+DATA_FOLDERS = (Path(__file__).parent, Path(__file__).parent / "chapters" / "data")
+
+
+def _data_files(tree: ast.AST) -> list[Path]:
+    """The package's data files that string constants in `tree` name (``"clemo_table1"`` for
+    ``chapters/data/clemo_table1.csv``, ``"registry.json"``): a cell that reads a grid or a transcribed
+    table is stale when the file changes."""
+    names = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and 0 < len(n.value) < 200 and "\n" not in n.value}
+    found = set()
+    for name in names:
+        for folder in DATA_FOLDERS:
+            for candidate in (folder / name, folder / f"{name}.csv"):
+                with contextlib.suppress(OSError, ValueError):
+                    if candidate.is_file() and candidate.suffix in (".csv", ".json"):
+                        found.add(candidate)
+    return sorted(found)
+
+
+@functools.cache
+def _module_parts(module: str) -> tuple[str, ...]:
+    """What a fingerprint takes from a whole package module: its code and the data files it names."""
+    source = _module_file(module).read_text()
+    files = _data_files(ast.parse(source))
+    return (f"# {module}\n" + code_text(source), *(f"# {f.name}\n" + f.read_text() for f in files))
+
+
 @functools.cache
 def code_fingerprint(func: Callable) -> str:
-    """Hash of the code that `func` can run: its own source, the module-level definitions of its module
-    that it refers to (transitively), and the whole source of every package module it reaches through
-    imports (transitively). Editing an algorithm changes the fingerprint of every experiment that uses
-    it; editing a figure helper the experiment never names does not."""
+    """Hash of the code that `func` can run: its own code, the module-level definitions of its module
+    that it refers to (transitively), and the code of every package module it reaches through imports
+    (transitively), each without docstrings and comments (:func:`code_text`), and the data files any of
+    it names (:func:`_data_files`). Editing an algorithm or a grid file changes the fingerprint of every
+    experiment that uses it; editing a figure helper the experiment never names, or a docstring, does not."""
     try:
         path = Path(inspect.getsourcefile(func))
         source = path.read_text()
@@ -180,10 +238,11 @@ def code_fingerprint(func: Callable) -> str:
             modules |= _module_closure(imported[name])
         if name in definitions:
             node = definitions[name]
-            parts.append(ast.get_source_segment(source, node) or ast.dump(node))
+            parts.append(code_text(ast.get_source_segment(source, node) or ast.dump(node)))
+            parts += [f"# {f.name}\n" + f.read_text() for f in _data_files(node)]
             todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
     for module in sorted(modules):
-        parts.append(f"# {module}\n" + _module_file(module).read_text())
+        parts += _module_parts(module)
     return hashlib.sha256("\n".join(sorted(set(parts))).encode()).hexdigest()[:16]
 
 
@@ -224,7 +283,7 @@ def compute_cell(func: Callable, config: dict) -> dict:
     result = func(**config)
     provenance = {"code": code_fingerprint(func), "function": _qualified(func), "config": config,
                   "wall_time_s": time.perf_counter() - start, "date": began.isoformat(timespec="seconds"),
-                  "machine": machine(), "versions": versions()}
+                  "machine": machine(), "code_paths": code_paths(), "versions": versions()}
     return {"result": result, "provenance": provenance}
 
 
@@ -274,25 +333,42 @@ def stored_form(result):
 _GZIP_MAGIC, _READ_CHUNK = b"\x1f\x8b\x08", 1 << 16
 
 
-def _gzip_text(data: bytes) -> str:
+class StoreError(ValueError):
+    """A results-store file that cannot be read as one: the message names the file and what is wrong."""
+
+
+@dataclass
+class StoreText:
+    """The text read from a store file: its lines, and how many damaged gzip members were skipped (the
+    complete lines before the damage in each are kept: :func:`_gzip_text`)."""
+
+    lines: list[str]
+    damaged: int = 0
+
+
+def _gzip_text(data: bytes) -> StoreText:
     """The text of concatenated gzip members (what :meth:`ResultStore.put` appends). A member torn by an
-    interrupted write is skipped, and reading goes on at the next member's header, so the cells appended
-    after it are read too. Fed in chunks, so that a file of many members reads in linear time."""
-    view, start, text = memoryview(data), 0, []
+    interrupted write, or damaged, keeps the complete lines before the damage; reading goes on at the next
+    member's header, so the cells after it are read too. Fed in chunks, so that a file of many members
+    reads in linear time."""
+    view, start, lines, damaged = memoryview(data), 0, [], 0
     while start < len(data):
         member, end, chunks = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16), start, []
         with contextlib.suppress(zlib.error):
             while not member.eof and end < len(data):
                 chunks.append(member.decompress(view[end:end + _READ_CHUNK]))
                 end = min(end + _READ_CHUNK, len(data))
+        text = b"".join(chunks).decode(errors="replace")
         if member.eof:  # whole, its checksum verified
-            text += chunks
+            lines += text.splitlines()
             start = end - len(member.unused_data)
         else:
+            damaged += 1
+            lines += text.splitlines()[:-1]  # the readable prefix; its last line may be cut
             start = data.find(_GZIP_MAGIC, start + 1)
             if start < 0:
                 break
-    return b"".join(text).decode()
+    return StoreText(lines, damaged)
 
 
 def _gzip(text: str) -> bytes:
@@ -300,28 +376,66 @@ def _gzip(text: str) -> bytes:
 
 
 def _parse_line(line: str) -> dict | None:
-    """One stored cell, or None for a line torn by an interrupted write."""
+    """One stored cell, or None for a line that is not one whole cell (torn or damaged)."""
     try:
-        return json.loads(line, object_hook=_decode)
+        cell = json.loads(line, object_hook=_decode)
     except json.JSONDecodeError:
         return None
+    provenance = cell.get("provenance") if isinstance(cell, dict) else None
+    whole = isinstance(provenance, dict) and {"code", "function", "config"} <= set(provenance)
+    return cell if whole and "key" in cell and "result" in cell else None
+
+
+def read_store_file(path: Path) -> list[dict]:
+    """Every whole cell of a store file, in the order written. Damaged members and lines are skipped with
+    a warning that names the file and counts them; a file with content but no readable cell, or not gzip
+    at all, is a :class:`StoreError`."""
+    data = Path(path).read_bytes()
+    if not data:
+        return []
+    if not data.startswith(_GZIP_MAGIC):
+        raise StoreError(f"{path}: not a results-store file (gzip members of JSON lines); if it holds JSON "
+                         "lines, compress it with gzip, else move it out of the store")
+    text = _gzip_text(data)
+    cells = [c for c in map(_parse_line, text.lines) if c is not None]
+    lost = len(text.lines) - len(cells)
+    if not cells and (lost or text.damaged):
+        raise StoreError(f"{path}: no readable cell ({text.damaged} damaged gzip members, {lost} unreadable "
+                         "lines); restore it from git (git checkout -- FILE)")
+    if lost or text.damaged:
+        warnings.warn(f"{path}: skipped {lost} unreadable lines and {text.damaged} damaged gzip members "
+                      f"(a damaged member loses its cells after the damage); read {len(cells)} cells",
+                      stacklevel=2)
+    return cells
+
+
+def resolve_function(name: str) -> Callable:
+    """The function of a stored cell's provenance (``module.qualname``); a :class:`StoreError` if the
+    code no longer has it (renamed or removed)."""
+    module, _, qualname = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), qualname)
+    except (ImportError, AttributeError) as exc:
+        raise StoreError(f"the stored cells' function {name} is not in the code any more ({exc})") from None
 
 
 class ResultStore:
     """The committed results store of a chapter: ``results/<scale>/<chapter>/<function>.jsonl.gz``.
 
     One JSON line per computed cell: its key, result (JSON values; NumPy arrays tagged and restored) and
-    provenance (:func:`compute_cell`). Each line is appended as a gzip member of its own (gzip reads
-    concatenated members as one stream) by the one process that runs the grid and flushed at once, so an
-    interrupted run loses nothing already computed; a torn last member is ignored when read. A line whose
-    code fingerprint differs from the current code is *stale*: it is not served, and the cell is computed
-    again (the new line supersedes it; :meth:`compact` drops old lines).
+    provenance (:func:`compute_cell`). Each line is a gzip member of its own (gzip reads concatenated
+    members as one stream, ``gzip -dc FILE`` shows the lines), appended by the process that runs the grid
+    and flushed at once: an interrupted run loses nothing already computed, and a damaged byte loses one
+    cell (:func:`read_store_file`). A line whose code fingerprint differs from the current code is
+    *stale*: it is not served, and the cell is computed again (the new line supersedes it; :meth:`compact`
+    drops old lines) unless :func:`revalidate` shows that the new code reproduces it.
     Nothing in the store is written by hand.
     """
 
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self._lines: dict[str, dict[str, dict]] = {}
+        self._sizes: dict[str, int] = {}
 
     @classmethod
     def of_chapter(cls, chapter: str, scale: str = "paper") -> "ResultStore":
@@ -334,15 +448,21 @@ class ResultStore:
         """Key -> last stored cell of `func` (read once per process)."""
         name = func.__name__
         if name not in self._lines:
-            cells = {}
             path = self.path(func)
-            if path.exists():
-                for cell in filter(None, map(_parse_line, _gzip_text(path.read_bytes()).splitlines())):
-                    cells[cell["key"]] = cell
-            self._lines[name] = cells
+            self._sizes[name] = path.stat().st_size if path.exists() else 0
+            self._lines[name] = {c["key"]: c for c in read_store_file(path)} if path.exists() else {}
         return self._lines[name]
 
-    def get(self, func: Callable, config: dict) -> dict | None:
+    def _refresh(self, func: Callable) -> None:
+        path = self.path(func)
+        if path.exists() and path.stat().st_size != self._sizes.get(func.__name__):
+            self._lines.pop(func.__name__, None)
+
+    def get(self, func: Callable, config: dict, *, fresh: bool = False) -> dict | None:
+        """The current stored cell of (func, config), else None; `fresh`: read the file again first if
+        another process has appended to it since."""
+        if fresh:
+            self._refresh(func)
         cell = self._read(func).get(config_key(func, config))
         return cell if cell and cell["provenance"]["code"] == code_fingerprint(func) else None
 
@@ -361,31 +481,177 @@ class ResultStore:
             handle.flush()
             os.fsync(handle.fileno())
         self._read(func)[key] = json.loads(line, object_hook=_decode)
+        self._sizes[func.__name__] = path.stat().st_size
+
+    def all_cells(self, func: Callable) -> list[dict]:
+        """Every cell of `func` in the store, current or stale (the last line of each key)."""
+        return list(self._read(func).values())
 
     def cells(self, func: Callable) -> list[dict]:
         """Every current cell of `func` in the store."""
         code = code_fingerprint(func)
-        return [c for c in self._read(func).values() if c["provenance"]["code"] == code]
+        return [c for c in self.all_cells(func) if c["provenance"]["code"] == code]
+
+    def functions(self) -> list[Callable]:
+        """The cell functions the store holds files of (from their cells' provenance)."""
+        out = []
+        for path in sorted(self.folder.glob("*.jsonl.gz")):
+            cells = read_store_file(path)
+            if cells:
+                out.append(resolve_function(cells[0]["provenance"]["function"]))
+        return out
 
     def current(self) -> list[dict]:
         """Every cell of every function in the store that the current code computed (with its
         ``function``, resolved from the provenance)."""
-        out = []
-        for path in sorted(self.folder.glob("*.jsonl.gz")):
-            lines = _gzip_text(path.read_bytes()).splitlines()
-            name = next((c["provenance"]["function"] for c in map(_parse_line, lines) if c), None)
-            if name:
-                module, _, qualname = name.rpartition(".")
-                func = getattr(importlib.import_module(module), qualname)
-                out += [{**c, "function": func} for c in self.cells(func)]
-        return out
+        return [{**c, "function": func} for func in self.functions() for c in self.cells(func)]
 
     def compact(self, func: Callable) -> None:
-        """Rewrite `func`'s file as one gzip member with one line per key (the last one), dropping
+        """Rewrite `func`'s file with one line per key (the last one), each its own gzip member, dropping
         superseded lines."""
         cells = self._read(func)
-        text = "".join(json.dumps(c, default=_encode, separators=(",", ":")) + "\n" for c in cells.values())
-        atomic_write_bytes(self.path(func), _gzip(text))
+        data = b"".join(_gzip(json.dumps(c, default=_encode, separators=(",", ":")) + "\n") for c in cells.values())
+        atomic_write_bytes(self.path(func), data)
+
+    def claim(self, func: Callable, config: dict):
+        """A claim on one cell while this process computes it (:class:`CellClaim`), so that two runners on
+        one store never compute the same cell; None if another process holds it."""
+        claim = CellClaim(self.folder / ".claims" / f"{func.__name__}-{config_key(func, config)}")
+        return claim if claim.acquire() else None
+
+
+class CellClaim:
+    """An exclusive lock (``flock``) on a file beside the store: held by the runner that computes the cell,
+    released when it is stored, and by the system when the runner dies, so a killed run leaves no claim."""
+
+    def __init__(self, path: Path):
+        self.path, self._handle = path, None
+
+    def acquire(self) -> bool:
+        import fcntl  # POSIX only: claims are for the Linux machines that fill the store
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.path.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._handle = handle
+        return True
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self.path.unlink(missing_ok=True)
+            self._handle.close()
+            self._handle = None
+
+
+# --------------------------------------------------------------------------- reproduction
+
+#: Statuses of a result that a limit (time, iterations) decided: such a cell need not reproduce.
+LIMITED = frozenset({"time_limit", "iteration_limit", "no_solution", "max_iter"})
+#: Relative and absolute tolerance of numbers when a stored cell is computed again (solver tolerances).
+TOLERANCE = 1e-5
+
+
+def limited(result) -> bool:
+    """Whether a limit decided some part of `result` (a status in :data:`LIMITED` anywhere in it)."""
+    if isinstance(result, dict):
+        return any(limited(v) for v in result.values())
+    if isinstance(result, (list, tuple)):
+        return any(limited(v) for v in result)
+    return isinstance(result, str) and result in LIMITED
+
+
+def _volatile(key: str) -> bool:
+    return "time" in key.lower() or key.endswith("_s")
+
+
+def differences(stored, again, path: str = "result", tolerance: float = TOLERANCE) -> list[str]:
+    """Where `again` does not reproduce `stored` (both in :func:`stored_form`): times are skipped, numbers
+    compared to `tolerance` (relative and absolute), everything else exactly. Empty when it reproduces."""
+    if isinstance(stored, dict):
+        if not isinstance(again, dict) or set(stored) != set(again):
+            return [f"{path}: fields differ"]
+        return [d for key in stored if not _volatile(key)
+                for d in differences(stored[key], again[key], f"{path}.{key}", tolerance)]
+    if isinstance(stored, (list, tuple)) and not (stored and all(isinstance(v, (int, float)) for v in stored)):
+        if not isinstance(again, (list, tuple)) or len(stored) != len(again):
+            return [f"{path}: lengths differ"]
+        return [d for i, (a, b) in enumerate(zip(stored, again)) for d in differences(a, b, f"{path}[{i}]", tolerance)]
+    if isinstance(stored, (np.ndarray, list, tuple, float, int)) and not isinstance(stored, bool):
+        try:
+            a, b = np.asarray(stored, dtype=float), np.asarray(again, dtype=float)
+        except (TypeError, ValueError):
+            return [f"{path}: {stored!r} != {again!r}"]
+        if a.shape != b.shape:
+            return [f"{path}: shapes differ"]
+        if not np.allclose(a, b, rtol=tolerance, atol=tolerance, equal_nan=True):
+            return [f"{path}: largest difference {np.nanmax(np.abs(a - b)):.3g}"]
+        return []
+    return [] if stored == again else [f"{path}: {stored!r} != {again!r}"]
+
+
+def _strata(cells: list[dict]) -> dict[tuple, list[dict]]:
+    """Stale cells by the code that computed them and their data set (when the configuration names one)."""
+    out: dict[tuple, list[dict]] = {}
+    for cell in cells:
+        out.setdefault((cell["provenance"]["code"], str(cell["provenance"]["config"].get("dataset"))), []).append(cell)
+    return out
+
+
+def revalidation_sample(cells: list[dict], *, fraction: float = 0.05, minimum: int = 3,
+                        random_state: int = 0) -> list[dict]:
+    """A stratified random sample of stale `cells` (:func:`_strata`): at least `fraction` of them and at
+    least `minimum` (all, if fewer), at least one per stratum, the rest in proportion to the strata."""
+    size = min(len(cells), max(minimum, math.ceil(fraction * len(cells))))
+    rng, strata = np.random.default_rng(random_state), list(_strata(cells).values())
+    quota = [max(1, round(size * len(s) / len(cells))) for s in strata]
+    return [s[j] for s, q in zip(strata, quota) for j in sorted(rng.permutation(len(s))[:q])]
+
+
+def revalidate(store: "ResultStore", func: Callable, *, fraction: float = 0.05, minimum: int = 3,
+               random_state: int = 0, n_jobs: int = 1, tolerance: float = TOLERANCE) -> dict:
+    """After a change of code that should not move results: compute a stratified random sample of
+    `func`'s stale cells again (:func:`revalidation_sample`) and, if every one reproduces
+    (:func:`differences`), re-stamp the other stale cells with the current code's fingerprint; their
+    provenance keeps everything else and gains ``revalidated`` (the old fingerprint, the date, the sample's
+    keys). If any sampled cell differs, nothing is re-stamped; a sampled cell that a limit decided, before or
+    now (:func:`limited`), is no evidence either way (``inconclusive``). The sampled cells are stored as
+    computed now either way. Returns ``{"stale", "sampled", "differs": {key: [differences]}, "inconclusive",
+    "restamped"}``."""
+    code = code_fingerprint(func)
+    stale = [c for c in store.all_cells(func) if c["provenance"]["code"] != code]
+    report = {"function": func.__name__, "stale": len(stale), "sampled": 0, "differs": {}, "inconclusive": [],
+              "restamped": 0}
+    if not stale:
+        return report
+    sample = revalidation_sample(stale, fraction=fraction, minimum=minimum, random_state=random_state)
+    again = joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(compute_cell)(func, c["provenance"]["config"])
+                                           for c in sample)
+    report["sampled"] = len(sample)
+    for cell, new in zip(sample, again):
+        store.put(func, cell["provenance"]["config"], new)
+        if limited(cell["result"]) or limited(stored_form(new["result"])):  # a limit decided: no evidence either way
+            report["inconclusive"].append(cell["key"])
+            continue
+        found = differences(cell["result"], stored_form(new["result"]), tolerance=tolerance)
+        if found:
+            report["differs"][cell["key"]] = found
+    if report["differs"]:
+        return report
+    stamp = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+             "sample": [c["key"] for c in sample], "of": len(stale), "tolerance": tolerance}
+    sampled = {c["key"] for c in sample}
+    for cell in stale:
+        if cell["key"] not in sampled:
+            provenance = {**cell["provenance"], "code": code,
+                          "revalidated": {**stamp, "from": cell["provenance"]["code"]}}
+            store.put(func, cell["provenance"]["config"], {"result": cell["result"], "provenance": provenance})
+            report["restamped"] += 1
+    store.compact(func)
+    return report
 
 
 def as_cache(cache) -> PickleCache | ResultStore | None:
@@ -399,18 +665,6 @@ def chapter_cache(chapter: str, scale: str) -> PickleCache | ResultStore:
     """The one cache convention of the chapters: the committed :class:`ResultStore` at the paper scale,
     a local :class:`PickleCache` in :func:`cache_dir` otherwise."""
     return ResultStore.of_chapter(chapter, scale) if scale == "paper" else PickleCache(cache_dir(chapter))
-
-
-def cached_call(func: Callable, config: dict, cache=None):
-    """``func(**config)``, read from / written to `cache` (see :func:`as_cache`) when one is given."""
-    cache = as_cache(cache)
-    if cache is None:
-        return func(**config)
-    cell = cache.get(func, config)
-    if cell is None:
-        cell = compute_cell(func, config)
-        cache.put(func, config, cell)
-    return cell["result"]
 
 
 # --------------------------------------------------------------------------- grids
@@ -431,6 +685,21 @@ def parse_duration(text: str | float | None) -> float | None:
     return total + (float(number) if number else 0.0)
 
 
+def _exit_with_parent(interval: float = 0.5) -> None:
+    """In a worker: exit as soon as the process that started it is gone (a runner killed with ``kill -9``
+    cannot stop its workers itself)."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
+
+
 @contextlib.contextmanager
 def _executor(n_jobs: int, scheduler: str | None):
     """A concurrent.futures executor: loky processes here, or a dask.distributed cluster's."""
@@ -440,7 +709,8 @@ def _executor(n_jobs: int, scheduler: str | None):
         with Client(scheduler) as client:
             yield client.get_executor()
     else:
-        executor = get_reusable_executor(max_workers=joblib.cpu_count() if n_jobs in (-1, None) else max(1, n_jobs))
+        executor = get_reusable_executor(max_workers=joblib.cpu_count() if n_jobs in (-1, None) else max(1, n_jobs),
+                                         initializer=_exit_with_parent)
         try:
             yield executor
         except BaseException:  # a failed cell or an interrupt: stop the cells in flight now, not at exit
@@ -512,30 +782,56 @@ def run_grid(
         todo.sort(key=lambda i: rank.get(i, len(rank) + i))
     deadline = None if budget is None else time.monotonic() + parse_duration(budget)
     bar = tqdm(total=len(todo), desc=description or func.__name__, disable=not progress)
-    if n_jobs == 1 and not scheduler:
-        for i in todo:
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-            results[i] = _store(cache, func, configs[i], compute_cell(func, configs[i]))
-            bar.update()
-    else:
-        width = n_jobs if n_jobs > 0 else joblib.cpu_count()  # cells in flight: none waits past a deadline
-        with _executor(n_jobs, scheduler) as executor:
-            pending, queue = {}, iter(todo)
-            while True:  # keep every worker busy; submit no new cell after the deadline
-                while len(pending) < width and (deadline is None or time.monotonic() < deadline):
-                    i = next(queue, None)
-                    if i is None:
-                        break
-                    pending[executor.submit(compute_cell, func, configs[i])] = i
-                if not pending:
+    claims, queue = {}, iter(todo)
+
+    def next_cell() -> int | None:
+        """The next cell to compute: claimed in a results store, so that another runner skips it."""
+        for i in queue:
+            if not isinstance(cache, ResultStore):
+                return i
+            claim = cache.claim(func, configs[i])
+            if claim is None:  # another runner is computing it
+                continue
+            cell = cache.get(func, configs[i], fresh=True)
+            if cell is None:
+                claims[i] = claim
+                return i
+            claim.release()  # another runner stored it meanwhile
+            results[i] = cell["result"]
+        return None
+
+    def store(i: int, cell: dict) -> None:
+        results[i] = _store(cache, func, configs[i], cell)
+        if i in claims:
+            claims.pop(i).release()
+        bar.update()
+
+    try:
+        if n_jobs == 1 and not scheduler:
+            while deadline is None or time.monotonic() < deadline:
+                i = next_cell()
+                if i is None:
                     break
-                done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
-                for future in done:
-                    i = pending.pop(future)
-                    results[i] = _store(cache, func, configs[i], future.result())
-                    bar.update()
-    bar.close()
+                store(i, compute_cell(func, configs[i]))
+        else:
+            width = n_jobs if n_jobs > 0 else joblib.cpu_count()  # cells in flight: none waits past a deadline
+            with _executor(n_jobs, scheduler) as executor:
+                pending = {}
+                while True:  # keep every worker busy; submit no new cell after the deadline
+                    while len(pending) < width and (deadline is None or time.monotonic() < deadline):
+                        i = next_cell()
+                        if i is None:
+                            break
+                        pending[executor.submit(compute_cell, func, configs[i])] = i
+                    if not pending:
+                        break
+                    done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+                    for future in done:
+                        store(pending.pop(future), future.result())
+    finally:
+        for claim in claims.values():
+            claim.release()
+        bar.close()
     return results
 
 
@@ -558,6 +854,7 @@ def results_frame(configs: Iterable[dict], results: Iterable[dict]) -> pd.DataFr
     return pd.DataFrame([{**config, **result} for config, result in zip(configs, results)])
 
 
-__all__ = ["Grid", "PickleCache", "ResultStore", "atomic_write_bytes", "cache_dir", "cached_call", "chapter_cache",
-           "code_fingerprint", "compute_cell", "config_key", "grid_progress", "machine", "parse_duration",
-           "results_frame", "run_grid", "stored_form", "versions"]
+__all__ = ["Grid", "PickleCache", "ResultStore", "StoreError", "atomic_write_bytes", "cache_dir", "chapter_cache",
+           "code_fingerprint", "code_text", "compute_cell", "config_key", "differences", "grid_progress", "limited",
+           "machine", "parse_duration", "read_store_file", "results_frame", "revalidate", "revalidation_sample",
+           "run_grid", "stored_form", "versions"]

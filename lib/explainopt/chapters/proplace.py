@@ -16,7 +16,9 @@ comparison, the chapter's figures, and the checks behind each claim (:func:`clai
 
 Protocol notes (from the authors' public code): data CARLA-preprocessed and scaled to [0, 1]; split
 with numpy seed 1 into halves D1 (n/2 - 1 rows) and D2, each 80/20 stratified (random_state 0); two
-hidden ReLU layers of equal width, BCE + 1e-4 ||theta||^2, Adam lr 0.01, batch 32; retrained networks
+hidden ReLU layers of equal width, BCE + 1e-4 ||theta||^2, Adam lr 0.01, batch 32 (trained in float64 by
+:func:`~explainopt.training.train_relu_network`, the same weights on any CPU, where the authors train with
+torch in float32, whose weights depend on the CPU's vector width); retrained networks
 on D1 + D2 (seeds 101...) and on D1 minus a random 1 % (seeds 3...) with the network's own hyperparameters
 as the paper says ("the same hyperparameters and training procedures"; the authors' code retrains compas
 with width 50, a quirk we do not follow: :data:`RETRAINED_WIDTH_IN_CODE`); factuals: points of D1's *test*
@@ -47,6 +49,7 @@ from ..counterfactuals.proplace import (LofScorer, ProplaceResult, RobustNeighbo
                                         local_worst_case, plausible_vertices, proplace, worst_case_model)
 from ..datasets import load_dataset
 from ..encoders import interval_lower, model_predict
+from ..training import train_relu_network
 from . import paper_table, solver_key
 
 CHAPTER = "04"
@@ -111,24 +114,10 @@ def protocol_split(X, y, random_state: int | None = 1) -> dict:
 def train_network(X, y, *, width: int, epochs: int, random_state: int, lr: float = 0.01, batch_size: int = 32,
                   weight_decay: float = 1e-4) -> nn.Sequential:
     """Two hidden ReLU layers of equal width, logit output (sigmoid in the loss), BCE + 1e-4 ||theta||^2,
-    Adam; as in the authors' code. Returns a torch nn.Sequential in float64 (eval mode)."""
-    torch.manual_seed(random_state)
-    X = torch.as_tensor(np.asarray(X, np.float32))
-    y = torch.as_tensor(np.asarray(y, np.float32))
-    d = X.shape[1]
-    net = nn.Sequential(nn.Linear(d, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 1))
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    loss_fn = nn.BCEWithLogitsLoss()
-    gen = torch.Generator().manual_seed(random_state)
-    for _ in range(epochs):
-        perm = torch.randperm(len(X), generator=gen)
-        for i in range(0, len(X), batch_size):
-            b = perm[i:i + batch_size]
-            loss = loss_fn(net(X[b])[:, 0], y[b]) + weight_decay * sum((p ** 2).sum() for p in net.parameters())
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    return net.double().eval()
+    Adam; as in the authors' code, trained by :func:`~explainopt.training.train_relu_network`, which gives
+    the same weights on any CPU. Returns a torch nn.Sequential in float64 (eval mode)."""
+    return as_network(train_relu_network(X, y, hidden=(width, width), epochs=epochs, batch_size=batch_size,
+                                         learning_rate=lr, weight_decay=weight_decay, random_state=random_state))
 
 
 @functools.cache
@@ -160,13 +149,12 @@ def network_cell(*, dataset: str, role: str, seed: int, width: int, epochs: int)
     of `role` (:func:`training_rows`) with torch seed `seed` and :data:`TRAINING`. Returns its layers
     ``[[W, b], ...]`` (float64, exactly the weights :func:`as_network` rebuilds), the rows it saw and its
     training time."""
-    torch.set_num_threads(1)  # one core per process: the book runs on shared machines
     X, y = training_rows(protocol_data(dataset)[0], role, seed)
     t0 = time.perf_counter()
-    net = train_network(X, y, width=width, epochs=epochs, random_state=seed, **TRAINING)
-    layers = [[layer.weight.detach().numpy().copy(), layer.bias.detach().numpy().copy()]
-              for layer in net if isinstance(layer, nn.Linear)]
-    return {"layers": layers, "rows": len(X), "train_time": time.perf_counter() - t0}
+    layers = train_relu_network(X, y, hidden=(width, width), epochs=epochs, random_state=seed,
+                                learning_rate=TRAINING["lr"], batch_size=TRAINING["batch_size"],
+                                weight_decay=TRAINING["weight_decay"])
+    return {"layers": [[W, b] for W, b in layers], "rows": len(X), "train_time": time.perf_counter() - t0}
 
 
 def as_network(layers) -> nn.Sequential:

@@ -1,0 +1,133 @@
+"""Does a stored cell reproduce under other numerical code paths? Each cell type of the results store, computed
+again under forced code paths, with its largest deviation from the stored result.
+
+    python benchmarks/code_paths.py --quick                  # 1 cell per cell function, small cells only
+    python benchmarks/code_paths.py --per-function 3 --max-seconds 30 --chapters 02 04
+
+The code paths (environment variables set before each library loads, in a fresh interpreter each):
+
+- ``pinned``: the project's own (:mod:`explainopt.numerics`: OpenBLAS's SSE3 kernels, MKL's compatible
+  path, torch's scalar kernels), NumPy's SIMD as the CPU allows;
+- ``pinned-numpy-baseline``: the same, NumPy's SIMD dispatch held to its x86-64-v2 baseline;
+- ``blas-pinned-torch-native``: OpenBLAS pinned, torch and MKL on their own choice for this CPU;
+- ``native``: every library's own choice for this CPU (``EXPLAINOPT_CODE_PATHS=native``), as an unpinned
+  run on this machine would compute.
+
+A cell type is *bitwise* where every path gives the stored numbers exactly, *within tolerance* where they
+differ by at most the store's tolerance (``experiments.TOLERANCE``), else *machine-dependent*. Cells that a
+limit decided (time, iterations) are not drawn. The draw is seeded (``--seed``).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+PATHS = {
+    "pinned": {},
+    "pinned-numpy-baseline": {"NPY_DISABLE_CPU_FEATURES": "X86_V3 X86_V4"},
+    "blas-pinned-torch-native": {"EXPLAINOPT_CODE_PATHS": "native", "OPENBLAS_CORETYPE": "Prescott"},
+    "native": {"EXPLAINOPT_CODE_PATHS": "native"},
+}
+WORKER = """
+import json, sys, time
+import numpy as np
+from explainopt import experiments
+from explainopt.numerics import code_paths
+
+def deviation(a, b):
+    if isinstance(a, dict):
+        if not isinstance(b, dict) or set(a) != set(b):
+            return float("inf")
+        return max([deviation(a[k], b[k]) for k in a if not experiments._volatile(k)] or [0.0])
+    if isinstance(a, (list, tuple)) and not (a and all(isinstance(v, (int, float)) for v in a)):
+        if not isinstance(b, (list, tuple)) or len(a) != len(b):
+            return float("inf")
+        return max([deviation(x, y) for x, y in zip(a, b)] or [0.0])
+    if isinstance(a, (np.ndarray, list, tuple, float, int)) and not isinstance(a, bool):
+        x, y = np.asarray(a, float), np.asarray(b, float)
+        if x.shape != y.shape:
+            return float("inf")
+        d = np.abs(x - y)[~(np.isnan(x) & np.isnan(y))]
+        return float(d.max()) if d.size else 0.0
+    return 0.0 if a == b else float("inf")
+
+for line in sys.stdin:
+    job = json.loads(line)
+    store = experiments.ResultStore(job["folder"])
+    func = experiments.resolve_function(job["function"])
+    cell = next(c for c in store.cells(func) if c["key"] == job["key"])
+    start = time.perf_counter()
+    again = experiments.stored_form(func(**cell["provenance"]["config"]))
+    print(json.dumps({**job, "deviation": deviation(cell["result"], again), "seconds": time.perf_counter() - start,
+                      "code_paths": code_paths()}), flush=True)
+"""
+
+
+def draw(chapters, per_function: int, max_seconds: float, seed: int) -> list[dict]:
+    """Up to `per_function` current cells of each cell function, no longer than `max_seconds` when stored."""
+    from explainopt.experiments import ResultStore, limited
+
+    rng, jobs = np.random.default_rng(seed), []
+    for folder in sorted((ROOT / "results" / "paper").iterdir()):
+        if not folder.is_dir() or (chapters and folder.name not in chapters):
+            continue
+        store = ResultStore(folder)
+        for func in store.functions():
+            cells = [c for c in store.cells(func)
+                     if c["provenance"]["wall_time_s"] <= max_seconds and not limited(c["result"])]
+            for i in rng.permutation(len(cells))[:per_function]:
+                jobs.append({"folder": str(folder), "chapter": folder.name, "function": cells[i]["provenance"]["function"],
+                             "key": cells[i]["key"]})
+    return jobs
+
+
+def run(jobs: list[dict], environment: dict) -> list[dict]:
+    from explainopt.numerics import CODE_PATHS
+
+    unset = {"NPY_DISABLE_CPU_FEATURES", "EXPLAINOPT_CODE_PATHS", *CODE_PATHS}
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    out = subprocess.run([sys.executable, "-c", WORKER], input="".join(json.dumps(j) + "\n" for j in jobs),
+                         env={**env, **environment}, capture_output=True, text=True, check=True)
+    return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--chapters", nargs="+", help="chapter numbers (default: all)")
+    parser.add_argument("--per-function", type=int, default=2)
+    parser.add_argument("--max-seconds", type=float, default=30.0, help="largest stored wall time of a drawn cell")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paths", nargs="+", default=list(PATHS), choices=list(PATHS))
+    parser.add_argument("--quick", action="store_true", help="1 cell per function, at most 10 s each")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.per_function, args.max_seconds = 1, 10.0
+    jobs = draw(args.chapters, args.per_function, args.max_seconds, args.seed)
+    rows = []
+    for name in args.paths:
+        for result in run(jobs, PATHS[name]):
+            rows.append({"path": name, "chapter": result["chapter"], "function": result["function"].rpartition(".")[2],
+                         "deviation": result["deviation"], "blas": ", ".join(result["code_paths"]["blas"]),
+                         "seconds": result["seconds"]})
+    table = pd.DataFrame(rows)
+    from explainopt.experiments import TOLERANCE
+
+    summary = table.pivot_table(index=["chapter", "function"], columns="path", values="deviation", aggfunc="max")
+    summary["cells"] = table.groupby(["chapter", "function"])["deviation"].size() // len(args.paths)
+    worst = summary[args.paths].max(axis=1)
+    summary["verdict"] = np.where(worst == 0, "bitwise", np.where(worst <= TOLERANCE, "within tolerance",
+                                                                   "machine-dependent"))
+    print(summary.to_string(float_format=lambda v: f"{v:.1e}"))
+    print("\nBLAS kernels per path:", table.groupby("path")["blas"].first().to_dict())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
