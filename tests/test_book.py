@@ -259,7 +259,7 @@ def test_a_missing_figure_says_how_to_compute_it():
 def test_the_status_page_has_a_column_per_scale(monkeypatch, tmp_path):
     from explainopt import reporting
 
-    monkeypatch.setattr(book, "ROOT", tmp_path)
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
     for scale, holds in (("book", False), ("paper", True)):
         reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=holds)], {"scale": scale},
                                        folder=tmp_path / "results" / scale)
@@ -277,7 +277,7 @@ def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypat
     from explainopt import reporting
 
     shown = []
-    monkeypatch.setattr(book, "ROOT", tmp_path)
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
     monkeypatch.setattr(book, "display", shown.append)
     run = book.ChapterRun("05", {"scale": "paper"})
     run.show_scale_changes([reporting.claim("a", paper=1, ours=2, holds=True)])

@@ -239,13 +239,13 @@ def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():
 # --------------------------------------------------------------------------- claims: holds, fails, no data
 
 
-def _curves(rows):
-    return pd.DataFrame(rows, columns=["dataset", "label", "target", "high"])
+def _curves(rows, n=100):
+    return pd.DataFrame(rows, columns=["dataset", "label", "target", "high"]).assign(n=n)
 
 
 EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1": CH.naive_validity_table(
     pd.DataFrame(columns=["dataset", "method", "valid_retrained", "distance", "n_changed"])),
-    "curves": _curves([]), "points": pd.DataFrame(columns=["dataset", "label", "distance", "rate"]),
+    "curves": _curves([]), "points": pd.DataFrame(columns=["dataset", "label", "distance", "rate", "n"]),
     "times": CH.solve_time_table(pd.DataFrame(columns=["dataset", "method", "solver", "status", "solve_time"])),
     "correlation": pd.Series(dtype=float), "table3": CH.naive_validity_table(
         pd.DataFrame(columns=["dataset", "method", "valid_retrained", "distance", "n_changed"]))}
@@ -304,15 +304,27 @@ def test_robust_saa_claim():
     assert CH.claim_robust_saa_spambase(_curves([("Spambase", "Direct-SAA", 0.9, 0.99)])).verdict == NOT_RUN
 
 
-def _points(bench_distance, bench_rate):
+def _points(bench_distance, bench_rate, n=100):
     return pd.DataFrame({"dataset": "COMPAS", "label": ["Direct-SAA", "isolation forest"],
-                         "distance": [0.1, bench_distance], "rate": [0.9, bench_rate]})
+                         "distance": [0.1, bench_distance], "rate": [0.9, bench_rate], "n": n})
 
 
 def test_dominance_claim():
     assert CH.claim_dominance(_points(0.2, 0.8)).verdict == REPRODUCED
     assert CH.claim_dominance(_points(0.05, 0.8)).verdict == DIFFERS
     assert CH.claim_dominance(_points(0.2, 0.8).iloc[:1]).verdict == NOT_RUN
+
+
+def test_dominance_is_strict_and_needs_enough_counterfactuals():
+    assert CH.claim_dominance(_points(0.1, 0.9)).verdict == DIFFERS  # a tie dominates nothing
+    assert CH.claim_dominance(_points(0.1, 0.8)).verdict == DIFFERS  # equal distance: not strictly closer
+    assert CH.claim_dominance(_points(0.2, 0.8, n=5)).verdict == NOT_RUN
+
+
+def test_a_target_judged_on_too_few_counterfactuals_is_not_run():
+    label = "Robust-SAA (beta=0.05)"
+    assert CH.claim_robust_saa_spambase(_curves([("Spambase", label, 0.9, 0.99)], n=8)).verdict == NOT_RUN
+    assert CH.meets_targets(_curves([("Spambase", label, 0.9, 0.99)], n=8), dataset="Spambase", label=label) is None
 
 
 def test_solve_time_claim_is_not_run_on_an_empty_table():
