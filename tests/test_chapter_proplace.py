@@ -239,6 +239,15 @@ def inner_rows(exact):
     return pd.DataFrame({"exact": exact, "solver": ["highs"] * len(exact), "exact − IBP": [0.1] * len(exact)})
 
 
+def test_the_vr_claim_says_when_every_method_is_below_the_paper_on_a_data_set():
+    table = table_of(BAD, n=50).assign(**{"paper vr": 100.0})
+    claim = CH.claim_retrained_validity(table, n_retrained=20)
+    assert claim.verdict == DIFFERS and "on adult 2 of 3 methods' vr are below the paper's;" in claim.why
+    table.loc[table["dataset"] == "adult", "vr"] = 90.0
+    assert "on adult 3 of 3 methods' vr are below the paper's (a systematic gap" in \
+        CH.claim_retrained_validity(table, n_retrained=20).why
+
+
 def test_inner_problem_claim_holds_fails_and_is_not_run():
     holds = CH.claim_exact_inner(inner_rows([True, True]))
     assert holds.verdict == REPRODUCED and "(highs); 2 points, never beaten" in holds.ours

@@ -786,18 +786,36 @@ def claim_delta_validity(table: pd.DataFrame) -> reporting.Claim:
                            evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
+def below_paper_vr(table: pd.DataFrame, dataset: str) -> tuple[int, int]:
+    """On `dataset`: how many of the methods that ran have a vr below the paper's, of how many with a paper vr."""
+    rows = ours(table)
+    rows = rows[(rows["dataset"] == dataset) & rows["vr"].notna()]
+    if "paper vr" not in rows:
+        return 0, 0
+    rows = rows[rows["paper vr"].notna()]
+    return int((rows["vr"] < rows["paper vr"] - 1e-9).sum()), len(rows)
+
+
 def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> reporting.Claim:
-    """PROPLACE reaches 100 % vr; *partly* when fewer factuals or retrained networks than the paper's ran."""
+    """PROPLACE reaches 100 % vr; *partly* when fewer factuals or retrained networks than the paper's ran.
+    The reason says what the numbers show: on a data set where PROPLACE misses, whether every method's vr
+    is below the paper's there (a systematic gap in the retraining set-up, not sampling)."""
     pp = _by_dataset(table)
     paper = SCALES["paper"]
     evidence = _evidence(table)
     smaller = evidence < paper["n_factuals"] or n_retrained < paper["n_both"] + paper["n_loo"]
+    sample = (f"{evidence} factuals × {n_retrained} retrained networks per data set (the paper: "
+              f"{paper['n_factuals']} × {paper['n_both'] + paper['n_loo']})")
+    missed = [ds for ds, v in pp["vr"].items() if v < 99.9]
+    gaps = []
+    for ds in missed:
+        below, of = below_paper_vr(table, ds)
+        gaps.append(f"on {ds} {below} of {of} methods' vr are below the paper's"
+                    + (" (a systematic gap: the retraining set-up differs, not the sample)" if of and below == of else ""))
     return reporting.claim("PROPLACE reaches 100 % vr (validity after retraining)", paper="100 on all four",
                            ours=", ".join(f"{ds}: {v:.1f}" for ds, v in pp["vr"].items()),
                            holds=reporting.every(pp["vr"], lambda v: v >= 99.9), partly=smaller,
-                           why=f"{evidence} factuals × {n_retrained} retrained networks per data set "
-                               f"(the paper: {paper['n_factuals']} × {paper['n_both'] + paper['n_loo']})",
-                           evidence=evidence, minimum=MIN_FACTUALS)
+                           why="; ".join([*gaps, sample]), evidence=evidence, minimum=MIN_FACTUALS)
 
 
 def best_lof_datasets(table: pd.DataFrame) -> list[str]:
