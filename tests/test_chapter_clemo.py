@@ -105,7 +105,7 @@ def test_scales_know_the_notebook_knobs():
     for scale in CH.SCALES:
         chosen = settings(CH.SCALES, scale, n_samples=None, n_instances=3, sizes="[5]")
         assert chosen["n_instances"] == 3 and chosen["sizes"] == [5]
-    assert CH.PAPER["n_instances"] == CH.PAPER["n_resamples"] == 10 and CH.PAPER["vrp_time_limit"] == 5.0
+    assert CH.PAPER["n_instances"] == CH.PAPER["n_resamples"] == 10 and CH.PAPER["vrp_solution_limit"] == 1000
 
 
 # --------------------------------------------------------------------------- grids
@@ -180,16 +180,37 @@ def test_runtime_run_fits_every_path_on_the_same_samples_and_keeps_compact_histo
 
 
 def test_vrp_chunks_rebuild_the_data_set_and_fit_it():
-    S = dict(CH.SCALES["smoke"], vrp_samples=12, vrp_time_limit=0.1)
+    S = dict(CH.SCALES["smoke"], vrp_samples=12, vrp_solution_limit=30)
     grid = CH.grids(S)["vrp"]
     results = [CH.vrp_solves(**c) for c in grid.configs]
     assert [len(r["arcs"]) for r in results] == [6, 6] and results[0]["solver"] == "ortools-routing"
+    assert results[0]["time_capped"] == [False] * 6
     assert CH.vrp_experiment(grid, [None, results[1]]) is None                  # θ0's chunk is missing
     vrp = CH.vrp_experiment(grid, results, maxiter=20)
-    assert vrp["chunks"] == 2 and vrp["n_samples"] == 12 and vrp["components"][0] == "f"
+    assert vrp["chunks"] == 2 and vrp["n_samples"] == 12 and vrp["components"][0] == "f" and vrp["time_capped"] == 0
     assert sorted(n for r in vrp["routes"] for n in r[1:-1]) == list(range(1, 17))
     partial = CH.vrp_experiment(grid, [results[0], None], maxiter=20)
     assert partial["chunks"] == 1 and partial["n_samples"] == 6
+
+
+def test_vrp_solves_give_the_same_cell_in_every_run():
+    config = dict(chunk=1, n_chunks=4, n_samples=40, solution_limit=20)      # ten samples
+    first, second = CH.vrp_solves(**config), CH.vrp_solves(**config)
+    assert first.pop("solve_time_s") > 0 and second.pop("solve_time_s") > 0
+    np.testing.assert_array_equal(first.pop("objective"), second.pop("objective"))
+    assert first == second                                                   # arcs, time caps, solver
+
+
+def test_table4_at_smoke_scale_is_the_same_in_every_run(tmp_path):
+    # each run computes the grid into its own (fresh) cache, as a first run of the chapter does
+    S = CH.SCALES["smoke"]
+    grid = CH.grids(S)["vrp"]
+    tables = []
+    for run in ("first", "second"):
+        cells = experiments.run_grid(grid.func, grid.configs, cache=tmp_path / run, progress=False)
+        vrp = CH.vrp_experiment(grid, cells, fit_time_limit=S["slsqp_time_limit"])
+        tables.append(CH.rows_table(vrp["table"]).drop(columns="fit time (s)"))
+    pd.testing.assert_frame_equal(tables[0], tables[1], check_exact=True)
 
 
 # --------------------------------------------------------------------------- claims: holds, fails, not run
@@ -295,18 +316,21 @@ def test_spp_claim():
 
 def test_cvrp_claim_and_its_reason_below_paper_scale():
     good = rows((1.5, 365, 3.7, 235), (1.5, 340, 3.2, 207))
-    claim = CH.cvrp_claim(good, n_samples=300, time_limit=0.1)
+    claim = CH.cvrp_claim(good, n_samples=300, solution_limit=30)
     assert claim.verdict == REPRODUCED
-    assert claim.why == "below paper scale: 300 samples instead of 1000 and 0.1 s per OR-Tools solve instead of 5 s"
-    assert CH.cvrp_claim(good, n_samples=1000, time_limit=5.0).why == ""
+    assert claim.why == ("below paper scale: 300 samples instead of 1000 and OR-Tools searches stopped after 30 "
+                         "solutions instead of 1000 (about the paper's 5 s)")
+    assert CH.cvrp_claim(good, n_samples=1000, solution_limit=1000).why == ""
     bad = rows((1.5, 365, 3.7, 235), (1.5, 340, 3.2, 300))
-    assert CH.cvrp_claim(bad, n_samples=1000, time_limit=5).verdict == DIFFERS
-    assert CH.cvrp_claim(None, n_samples=1000, time_limit=5).verdict == NOT_RUN
-    partial = CH.cvrp_claim(good, n_samples=1000, time_limit=5, chunks=3, n_chunks=20)
+    assert CH.cvrp_claim(bad, n_samples=1000, solution_limit=1000).verdict == DIFFERS
+    assert CH.cvrp_claim(None, n_samples=1000, solution_limit=1000).verdict == NOT_RUN
+    partial = CH.cvrp_claim(good, n_samples=1000, solution_limit=1000, chunks=3, n_chunks=20)
     assert partial.verdict == NOT_RUN and "3 of the 20" in partial.why
+    capped = CH.cvrp_claim(good, n_samples=1000, solution_limit=1000, time_capped=2)
+    assert capped.verdict == REPRODUCED and capped.why.startswith("2 OR-Tools search(es) stopped at the 60 s time cap")
 
 
-def vrp_result(*, c02=-0.2, c08=0.3, explained=("f", "x(2,0)")):
+def vrp_result(*, c02=-0.2, c08=0.3, explained=("f", "x(2,0)"), time_capped=0):
     n = 16
     features = [f"d{j}" for j in range(1, n + 1)] + [f"c0,{j}" for j in range(1, n + 1)]
     distance = np.arange(1, n + 1) * 10.0                     # client j at distance 10 j
@@ -317,7 +341,7 @@ def vrp_result(*, c02=-0.2, c08=0.3, explained=("f", "x(2,0)")):
     arc[n + 1], arc[n + 7] = c02, c08                          # c0,2 and c0,8
     contributions = np.vstack([objective, arc])[:len(explained)]
     return {"contributions": {"CLEMO (SLSQP)": contributions}, "features": features, "components": list(explained),
-            "depot_distance": distance, "chunks": 4}
+            "depot_distance": distance, "chunks": 4, "time_capped": time_capped}
 
 
 def test_figure3_and_figure9_claims():
@@ -330,6 +354,9 @@ def test_figure3_and_figure9_claims():
     missing = CH.figure9_claim(vrp_result(explained=("f",)), n_chunks=4)
     assert missing.verdict == NOT_RUN and "not explained" in missing.why
     assert "0 of the 4" in CH.figure3_claim(None, n_chunks=4).why
+    assert CH.figure3_claim(vrp_result(), n_chunks=4).why == CH.figure9_claim(vrp_result(), n_chunks=4).why == ""
+    for claim in (CH.figure3_claim, CH.figure9_claim):                   # a time cap can move these verdicts
+        assert "1 OR-Tools search(es) stopped at the 60 s time cap" in claim(vrp_result(time_capped=1), n_chunks=4).why
 
 
 def test_runtime_claims_need_the_papers_sizes():
@@ -383,7 +410,7 @@ def test_early_convergence_is_decided_only_where_the_cap_allows():
 
 
 def test_claims_list_every_table_and_figure_and_read_not_run_without_data():
-    claims = CH.claims(vrp_samples=40, vrp_time_limit=0.05, vrp_chunks=2)
+    claims = CH.claims(vrp_samples=40, vrp_solution_limit=20, vrp_chunks=2)
     assert {c.verdict for c in claims} == {NOT_RUN}
     text = " ".join(c.claim for c in claims)
     for item in ("Table 1", "Figure 1(a)", "Figures 1(b, c) and 4", "Table 2's σ", "Figures 5–8", "Table 3",
