@@ -256,7 +256,7 @@ def test_a_missing_figure_says_how_to_compute_it():
     assert "make paper" not in book.ChapterRun("02", {"scale": "book"}).not_computed("Figure 5").data
 
 
-def test_the_status_page_has_a_column_per_scale(monkeypatch, tmp_path):
+def test_the_status_page_has_a_table_per_scale(monkeypatch, tmp_path):
     from explainopt import reporting
 
     monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
@@ -267,10 +267,104 @@ def test_the_status_page_has_a_column_per_scale(monkeypatch, tmp_path):
     reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=True)], {"scale": "smoke"},
                                    folder=built / "results")
     page = book.write_status_page(built).read_text()
-    assert "this build: scale" in page and "book (committed): differ" in page and "paper (committed): reproduced" in page
+    assert [h for h in page.splitlines() if h.startswith("## ")] == [
+        "## This build (smoke scale)", "## Book scale", "## Paper scale", "## Every claim, by scale"]
+    assert "| 05 | 0 of 1 checked reproduced, 0 partly, 1 differs; all 1 checked |" in page
     reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=False)], {"scale": "book"},
                                    folder=built / "results")
-    assert "this build" not in book.write_status_page(built).read_text()  # a book build is the committed book column
+    assert "This build" not in book.write_status_page(built).read_text()  # a book build is the committed book table
+
+
+def _table_rows(markdown: str) -> list[list[str]]:
+    """The body rows of every table in `markdown` as a Markdown reader (markdown-it, as MyST) parses them."""
+    from markdown_it import MarkdownIt
+
+    rows, row, body = [], None, False
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        body = {"tbody_open": True, "tbody_close": False}.get(token.type, body)
+        if token.type == "tr_open" and body:
+            row = []
+        elif token.type == "inline" and row is not None:
+            row.append(token.content)
+        elif token.type == "tr_close" and row is not None:
+            rows.append(row)
+            row = None
+    return rows
+
+
+def test_a_claim_with_a_pipe_is_one_row_of_the_status_page(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    text = "Every optimized explanation has L_faithful ≈ η (|ratio − 1| ≤ 1e-4)"
+    for scale in book.COMMITTED:
+        reporting.save_chapter_results("01", [reporting.claim(text, paper="|θ| < 1", ours=1, holds=True)],
+                                       {"scale": scale}, folder=tmp_path / "results" / scale)
+    page = book.write_status_page(tmp_path).read_text(encoding="utf-8")
+    rows = [r for r in _table_rows(page) if r[0] == "01" and len(r) == 4]
+    assert rows and all(len(r) in (4, 5) for r in _table_rows(page))
+    assert rows[0][1].replace("\\", "") == text and rows[0][2:] == ["reproduced", "reproduced"]
+
+
+def test_the_landing_page_includes_the_totals_computed_from_the_committed_results(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    for chapter, cells in (("01", {"computed": 4, "total": 4}), ("06", {"computed": 10, "total": 240})):
+        claims = [reporting.claim("a", paper=1, ours=1, holds=True), reporting.claim("b", paper=1, ours=1, holds=False)]
+        reporting.save_chapter_results(chapter, claims, {"scale": "book"}, folder=tmp_path / "results" / "book")
+        claims[1] = reporting.claim("b", paper=1, ours="", holds=None)
+        reporting.save_chapter_results(chapter, claims, {"scale": "paper", "cells": cells},
+                                       folder=tmp_path / "results" / "paper")
+    book.write_pages(tmp_path)
+    rows = _table_rows((tmp_path / "verdict_totals.md").read_text(encoding="utf-8"))
+    assert rows[0] == ["**every chapter**", "2 of 4 checked reproduced, 0 partly, 2 differ; all 4 checked",
+                       "2 of 2 checked reproduced, 0 partly, 0 differ; 2 of 4 not run; on a partial grid: chapters 06"]
+    assert rows[1][0] == "{doc}`/book/chapters/01_optimizing_explanations`" and "on 4 of 4 cells" in rows[1][2]
+    assert rows[2][2].endswith("on 10 of 240 cells (partial grid)") and len(rows) == 3
+    assert "{include} chapters/verdict_totals.md" in (ROOT / "book" / "intro.md").read_text()
+
+
+def test_the_status_page_is_in_the_main_navigation():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    caption = next(part["caption"] for part in toc["parts"]
+                   if {"file": "book/chapters/status"} in part["chapters"])
+    assert caption != "Appendix"
+
+
+@pytest.mark.parametrize("notebook", [nb for nb in NOTEBOOKS if nb.stem[0].isdigit()], ids=lambda p: p.stem)
+def test_a_chapter_opens_with_its_verdicts_and_shows_them_in_full(notebook):
+    cells = nbformat.read(notebook, as_version=4).cells
+    setup = next(i for i, c in enumerate(cells) if "start_chapter(" in c.source)
+    summary = next(i for i, c in enumerate(cells) if "verdict_summary(" in c.source)
+    assert summary <= setup + 2 and f'verdict_summary("{notebook.stem[:2]}")' in cells[summary].source
+    assert "remove-input" in cells[summary].metadata.get("tags", [])
+    shown = [c.source.splitlines()[-1] for c in cells if c.cell_type == "code" and "claims = " in c.source
+             and "verdict_table(" in c.source]
+    assert shown and "verdict_table(claims)" in shown[0]
+
+
+def test_the_run_records_the_grid_cells_compute_time_from_their_provenance(monkeypatch, tmp_path):
+    from explainopt.experiments import ResultStore
+
+    store = ResultStore(tmp_path / "99")
+    monkeypatch.setattr(book, "chapter_cache", lambda chapter, scale: store)
+    run = book.ChapterRun("99", {"scale": "smoke"})
+    run.grid(book.Grid(_stored, [{"x": 1}, {"x": 2}]))
+    stored = sum(c["provenance"]["wall_time_s"] for c in store.cells(_stored))
+    assert run.provenance()["compute_time_s"] == pytest.approx(stored) and stored > 0
+    assert book.ChapterRun("99", {"scale": "smoke"}).provenance()["compute_time_s"] is None  # no grid: not known
+
+
+def test_the_summary_box_reads_the_committed_results(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    reporting.save_chapter_results("04", [reporting.claim("a", paper=1, ours=1, holds=True)],
+                                   {"scale": "paper", "cells": {"computed": 1, "total": 2}},
+                                   folder=tmp_path / "results" / "paper")
+    page = book.verdict_summary("04")._repr_html_()
+    assert "1 of 2 cells (partial grid)" in page and "book/04.json is missing" in page
 
 
 def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypatch, tmp_path):

@@ -1,3 +1,5 @@
+import html
+
 import pytest
 
 from explainopt import reporting
@@ -17,31 +19,90 @@ def test_invalid_verdict_is_refused():
         reporting.Claim("a", "1", "2", "maybe")
 
 
-def test_status_table_counts_claims_per_chapter(tmp_path, monkeypatch):
+def test_status_table_counts_claims_per_chapter_naming_the_denominators(tmp_path, monkeypatch):
     monkeypatch.setenv("EXPLAINOPT_RESULTS", str(tmp_path))
     claims = [claim("a", paper=1, ours=1, holds=True), claim("b", paper=1, ours=2, holds=False),
               claim("c", paper=1, ours="-", holds=None)]
     save_chapter_results("01", claims, {"scale": "smoke", "solvers": "clarabel", "wall_time_s": 12.3},
                          tables={"claims": claims_table(claims)})
-    table = status_table(tmp_path)
-    row = table.iloc[0]
-    assert row["chapter"] == "01" and row["scale"] == "smoke" and row["solvers"] == "clarabel"
-    assert row["reproduced"] == "1 of 2" and row["differ"] == 1 and row["not run"] == 1
+    row = status_table(tmp_path).iloc[0]
+    assert row["chapter"] == "01" and row["solvers"] == "clarabel"
+    assert row["verdicts"] == "1 of 2 checked reproduced, 0 partly, 1 differs; 1 of 3 not run"
+    assert row["compute time"] == "not recorded"  # the render's wall time is not a compute time
     assert list(claims_table(claims).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
+    assert list(claims_table([]).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
 
 
-def test_status_and_claims_side_by_side_per_scale(tmp_path):
+def test_status_shows_the_cells_compute_time_and_flags_a_partial_grid(tmp_path):
+    save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)],
+                         {"scale": "paper", "cells": {"computed": 1840, "total": 4320}, "compute_time_s": 5400,
+                          "wall_time_s": 3.4}, folder=tmp_path)
+    row = status_table(tmp_path).iloc[0]
+    assert row["grid"] == "1 840 of 4 320 cells (partial grid)" and row["compute time"] == "1.5 h"
+    assert row["verdicts"] == "1 of 1 checked reproduced, 0 partly, 0 differ; all 1 checked"
+
+
+def test_claims_side_by_side_per_scale(tmp_path):
     book_dir, paper_dir = tmp_path / "book", tmp_path / "paper"
     save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)], {"scale": "book"}, folder=book_dir)
-    save_chapter_results("02", [claim("a", paper=1, ours=1, holds=False)],
-                         {"scale": "paper", "cells": {"computed": 1840, "total": 4320}}, folder=paper_dir)
-    table = reporting.status_table({"this build": book_dir, "paper (store)": paper_dir})
-    row = table.iloc[0]
-    assert row["this build: reproduced"] == "1 of 1" and row["paper (store): differ"] == 1
-    assert row["paper (store): cells"] == "1840 of 4320"
+    save_chapter_results("02", [claim("a", paper=1, ours=1, holds=False)], {"scale": "paper"}, folder=paper_dir)
     claims = reporting.claims_by_scale({"this build": book_dir, "paper (store)": paper_dir})
     assert claims.iloc[0].to_dict() == {"chapter": "02", "claim": "a", "this build": "reproduced",
                                         "paper (store)": "differs"}
+
+
+LONG_CLAIM = ("Region-robust counterfactuals of a network survive larger model shifts than the nearest ones do, on "
+              "every data set, for every radius rho <= 0.05 and both norms (|l2| and l-inf), with 40 factuals each.")
+
+
+def test_the_verdict_table_shows_every_claim_in_full_with_a_coloured_verdict():
+    assert len(LONG_CLAIM) == 200
+    claims = [claim(LONG_CLAIM, paper="<b>bold</b>", ours=0.5, holds=True, why="w" * 120),
+              claim("b", paper=1, ours=2, holds=False), claim("c", paper=1, ours="", holds=None)]
+    table = reporting.verdict_table(claims)
+    page = table._repr_html_()
+    assert html.escape(LONG_CLAIM) in page and "w" * 120 in page and "…" not in page
+    assert "<b>bold</b>" not in page and "&lt;b&gt;bold&lt;/b&gt;" in page  # every text escaped
+    for verdict in ("reproduced", "differs", "not run"):
+        assert f'background:{reporting.VERDICT_COLOURS[verdict]};color:#fff;' in page
+        assert f">{verdict}</span>" in page
+    assert page.count("<tr") == 1 + len(claims) and f'id="{reporting.claim_anchor(LONG_CLAIM)}"' in page
+    text = table._repr_markdown_()
+    assert "\\|l2\\|" in text and len(text.splitlines()) == 2 + len(claims)
+
+
+def test_markdown_tables_escape_what_markdown_would_read_as_syntax():
+    import pandas as pd
+
+    frame = pd.DataFrame({"claim": ["|ratio − 1| ≤ 1e-4, p*(N, α), L_faithful, $x$"], "verdict": ["reproduced"]})
+    row = reporting.markdown_table(frame).splitlines()[2]
+    assert row == "| \\|ratio − 1\\| ≤ 1e-4, p\\*(N, α), L\\_faithful, \\$x\\$ | reproduced |"
+
+
+def test_the_summary_box_shows_both_scales_and_flags_a_partial_grid(tmp_path):
+    folders = {"book scale": tmp_path / "book", "paper scale": tmp_path / "paper"}
+    save_chapter_results("06", [claim("H1", paper=1, ours="mean 0.9", holds=True),
+                                claim("H2 |θ| ≤ 1", paper=1, ours=2, holds=False)],
+                         {"scale": "book", "cells": {"computed": 36, "total": 36}}, folder=folders["book scale"])
+    save_chapter_results("06", [claim("H1", paper=1, ours="mean 0.8", holds=True),
+                                claim("H2 |θ| ≤ 1", paper=1, ours="", holds=None)],
+                         {"scale": "paper", "cells": {"computed": 10, "total": 240}}, folder=folders["paper scale"])
+    box = reporting.verdict_summary("06", folders)
+    page = box._repr_html_()
+    assert "book scale" in page and "paper scale" in page and "mean 0.9" in page and "mean 0.8" in page
+    assert "10 of 240 cells (partial grid)" in page and "36 of 36 cells;" not in page and "A partial grid" in page
+    assert "1 of 2 checked reproduced, 0 partly, 1 differs; all 2 checked" in page
+    assert "1 of 1 checked reproduced, 0 partly, 0 differ; 1 of 2 not run" in page
+    assert f'href="#{reporting.claim_anchor("H1")}"' in page and "H2 |θ| ≤ 1" in page
+    assert "10 of 240 cells (partial grid)" in box._repr_markdown_()
+
+
+def test_the_summary_box_says_when_a_scales_verdicts_are_missing(tmp_path):
+    save_chapter_results("03", [claim("a", paper=1, ours=1, holds=True)], {"scale": "book"}, folder=tmp_path / "book")
+    page = reporting.verdict_summary("03", {"book scale": tmp_path / "book", "paper scale": tmp_path / "paper"}).html
+    assert "no verdicts committed" in page and "paper/03.json is missing" in page and "reproduced" in page
+    empty = reporting.verdict_summary("03", {"paper scale": tmp_path / "paper"}).html
+    assert "is missing" in empty and "<table" not in empty
 
 
 def test_missing_data_reads_not_run():

@@ -11,18 +11,18 @@ Command line::
 
 ``run`` executes ``notebooks/NN_*.ipynb`` into ``book/chapters/`` (a failing cell fails the command,
 naming the notebook and the cell), hides the papermill-injected parameters cell in the rendered book,
-and regenerates the reproduction-status page from the chapters' saved results and the teaching page's
-exercise index from the notebooks. With ``--budget`` it first computes, in parallel and most
-informative first, the chapter's grid cells that the results store (``results/<scale>/NN``) does not
-hold yet, and stops submitting cells when the budget is spent; run it
+and regenerates the reproduction-status page and the landing page's verdict totals from the chapters'
+saved results and the teaching page's exercise index from the notebooks. With ``--budget`` it first
+computes, in parallel and most informative first, the chapter's grid cells that the results store
+(``results/<scale>/NN``) does not hold yet, and stops submitting cells when the budget is spent; run it
 again, on any machine, to go on; ``merge`` folds in the cells that another machine's copy of the store
 holds and this one lacks, so several machines can fill one chapter side by side. At the paper scale a
 chapter renders from the store and computes no cell itself. ``build`` runs ``jupyter-book build`` with
 execution off.
 
-Inside a notebook, :func:`start_chapter` shows the "this run" box, :meth:`ChapterRun.grid` runs a grid
-of the chapter through its cache, and :meth:`ChapterRun.finish` saves the claims table and shows the
-provenance footer.
+Inside a notebook, :func:`start_chapter` shows the "this run" box, :func:`verdict_summary` the box of the
+chapter's committed verdicts at both scales, :meth:`ChapterRun.grid` runs a grid of the chapter through
+its cache, and :meth:`ChapterRun.finish` saves the claims table and shows the provenance footer.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ class ChapterRun:
     solvers: Counter = field(default_factory=Counter)
     fallbacks: Counter = field(default_factory=Counter)
     cells: Counter = field(default_factory=Counter)  # "total", "computed" over the grids run
+    compute_s: float = 0.0  # the grid cells' own compute times, from their provenance
 
     @property
     def scale(self) -> str:
@@ -96,12 +97,15 @@ class ChapterRun:
 
         Below the paper scale missing cells are computed; at the paper scale the chapter renders from the
         results store and missing cells come back as None (``python -m explainopt.book run --budget``
-        computes them). Records the solvers the results name and how many cells were available.
+        computes them). Records the solvers the results name, how many cells were available and how long
+        they took to compute (:func:`compute_time`).
         """
-        results = run_grid(grid.func, grid.configs, cache=chapter_cache(self.chapter, self.scale),
-                           missing="skip" if self.scale == "paper" else "compute", n_jobs=n_jobs, progress=False)
+        cache = chapter_cache(self.chapter, self.scale)
+        missing = "skip" if self.scale == "paper" else "compute"
+        results = run_grid(grid.func, grid.configs, cache=cache, missing=missing, n_jobs=n_jobs, progress=False)
         self.cells["total"] += len(results)
         self.cells["computed"] += sum(r is not None for r in results)
+        self.compute_s += compute_time(cache, grid)
         self.record([r for r in results if isinstance(r, dict)])
         return results
 
@@ -113,7 +117,7 @@ class ChapterRun:
 
     def coverage(self) -> str:
         """"1 840 of 4 320 cells" of the grids run so far (Markdown)."""
-        return f"{self.cells['computed']:,} of {self.cells['total']:,} cells".replace(",", " ")
+        return reporting.cells_text(self.cells["computed"], self.cells["total"])
 
     def record(self, results) -> None:
         """Count the solvers named by results: dicts or objects with a ``solver`` field (``"highs+scip"``
@@ -144,6 +148,7 @@ class ChapterRun:
             "solvers": ", ".join(sorted(self.solvers)) or "none",
             "fallbacks": dict(self.fallbacks),
             "cells": dict(self.cells),
+            "compute_time_s": self.compute_s if self.cells["total"] else None,
             "wall_time_s": time.perf_counter() - self.started,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
@@ -169,9 +174,10 @@ class ChapterRun:
         pkgs = ", ".join(f"{k} {v}" for k, v in prov["versions"].items())
         refused = "".join(f"; {n} cells that {name} refused (licence too small) were solved by the open-source "
                           "solver" for name, n in self.fallbacks.items())
-        grid = f"; {self.coverage()} of the grid computed" if self.cells["total"] else ""
+        grid = (f"; {reporting.grid_text(self.cells)} of the grid computed, in "
+                f"{reporting.compute_time_text(prov)} of the cells' own compute time" if self.cells["total"] else "")
         display(Markdown(
-            f"*Provenance: scale `{prov['scale']}`{grid}, solvers {prov['solvers']}{refused}, wall time "
+            f"*Provenance: scale `{prov['scale']}`{grid}, solvers {prov['solvers']}{refused}, rendered in "
             f"{prov['wall_time_s']:.0f} s on {prov['platform']}; {pkgs}.*"
         ))
 
@@ -194,6 +200,13 @@ class ChapterRun:
             "The book scale judges on a sample of the paper's grid, this run on every stored cell; our number and "
             "the reason at each scale show what the larger sample changed:"))
         display(changes)
+
+
+def compute_time(cache, grid: Grid) -> float:
+    """Seconds the grid's cells in `cache` took to compute, from each cell's provenance (wherever and whenever
+    it was computed: at the paper scale often on other machines); cells not in the cache count nothing."""
+    cells = (cache.get(grid.func, config) for config in grid.configs)
+    return sum(cell["provenance"].get("wall_time_s", 0.0) for cell in cells if cell is not None)
 
 
 #: Parameters that change how a chapter runs, not what it computes.
@@ -309,29 +322,81 @@ def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progr
     return output
 
 
-def write_status_page(output_dir: Path) -> Path:
-    """The reproduction-status page, generated from the chapters' results files: the scale this book
-    was built at, and the paper scale as the committed results store last rendered it."""
+def committed_folders() -> dict[str, Path]:
+    """The committed verdicts by scale: ``{"book scale": results/book, "paper scale": results/paper}``."""
+    return {f"{scale} scale": RESULTS / scale for scale in COMMITTED}
+
+
+def verdict_summary(chapter: str) -> reporting.Rendered:
+    """The box a chapter opens with (a hidden-input cell right after its set-up): its committed verdicts at
+    the book and the paper scale (:func:`~explainopt.reporting.verdict_summary`), whatever scale renders it."""
+    return reporting.verdict_summary(chapter, committed_folders())
+
+
+def chapter_link(chapter: str) -> str:
+    """A MyST link to a chapter's page, titled by the page ("chapter NN" when it has no notebook)."""
+    notebooks = chapter_notebooks([chapter], missing_ok=True)
+    return f"{{doc}}`/book/chapters/{notebooks[0].stem}`" if notebooks else f"chapter {chapter}"
+
+
+def write_verdict_totals(output_dir: Path) -> Path:
+    """``verdict_totals.md`` (included by the landing page): the committed verdicts counted over every chapter
+    at the book and at the paper scale, then one line per chapter, linked to it; computed from
+    ``results/book`` and ``results/paper`` (:data:`RESULTS`)."""
+    table = reporting.totals_table(committed_folders())
+    table["chapter"] = ["**every chapter**" if c == "all" else chapter_link(c) for c in table.chapter]
+    page = output_dir / "verdict_totals.md"
+    page.write_text(
+        "The verdicts committed with the book, counted by scale (the {doc}`/book/chapters/status` page has "
+        "them claim by claim). A *partial grid* is one whose cells are not all computed yet: its verdicts "
+        "rest on the cells computed so far.\n\n" + reporting.markdown_table(table, raw=("chapter",)) + "\n",
+        encoding="utf-8")
+    return page
+
+
+STATUS_INTRO = (
+    "# Reproduction status\n\n"
+    "Generated by `python -m explainopt.book run` from the claims tables that the executed chapters saved; "
+    "nothing on this page is written by hand. A claim is *reproduced* when our number supports the paper's "
+    "statement, *partly* when it does in part, *differs* when it does not (the chapter explains why), and *not "
+    "run* when the scale is too small to check it; the counts name their denominators (the claims checked, "
+    "and all claims). The book- and paper-scale verdicts are those committed in `results/book/` and "
+    "`results/paper/`, the latter rendered from the results store. *Grid* is how much of a chapter's grid the "
+    "verdicts rest on; a *partial grid* misses cells, and its verdicts may still change. *Compute time* is the "
+    "sum of the grid cells' own compute times, each recorded in the cell's provenance when it was computed; "
+    "*not recorded* where the results were saved before it was recorded (the time to render a chapter, at the "
+    "paper scale from the store, is not a compute time and is not shown).\n")
+
+
+def status_folders(output_dir: Path) -> dict[str, Path]:
+    """The results the status page shows: the committed scales, and first this build's own results when it
+    ran at another scale (a smoke build)."""
     built = output_dir / "results"
     scales = {json.loads(p.read_text())["provenance"].get("scale") for p in built.glob("[0-9]*.json")}
-    folders = {f"{scale} (committed)": RESULTS / scale for scale in COMMITTED}
-    if not scales or not scales <= set(COMMITTED):  # a smoke build: its own column beside the committed ones
-        folders = {"this build": built, **folders}
-    table = reporting.status_table(folders)
+    if scales and scales <= set(COMMITTED):  # a book or paper build shows as the committed verdicts
+        return committed_folders()
+    return {f"this build ({', '.join(sorted(map(str, scales)))} scale)" if scales else "this build": built,
+            **committed_folders()}
+
+
+def status_section(label: str, folder: Path) -> str:
+    """The status page's section of one results folder: a row per chapter
+    (:func:`~explainopt.reporting.status_table`)."""
+    table = reporting.status_table(folder)
+    body = reporting.markdown_table(table) if len(table) else "_No chapter has been executed at this scale yet._"
+    return f"## {label.capitalize()}\n\n{body}\n"
+
+
+def write_status_page(output_dir: Path) -> Path:
+    """The reproduction-status page, generated from the chapters' results files: a table per scale (the
+    build's own when it ran at a scale that is not committed, the book's and the paper's committed verdicts),
+    then every claim with its verdict at each scale. Every cell is escaped."""
+    folders = status_folders(output_dir)
     claims = reporting.claims_by_scale(folders)
-    body = table.to_markdown(index=False) if len(table) else "_No chapter has been executed yet._"
-    detail = claims.to_markdown(index=False) if len(claims) else ""
+    detail = f"## Every claim, by scale\n\n{reporting.markdown_table(claims)}\n" if len(claims) else ""
     page = output_dir / "status.md"
-    page.write_text(
-        "# Reproduction status\n\n"
-        "Generated by `python -m explainopt.book run` from the claims tables that the executed chapters "
-        "saved; nothing on this page is written by hand. A claim is *reproduced* when our number supports "
-        "the paper's statement, *partly* when it does in part, *differs* when it does not (the chapter "
-        "explains why), and *not run* when the scale that ran is too small to check it. The book- and "
-        "paper-scale columns are the verdicts committed in `results/book/` and `results/paper/`, the latter "
-        "rendered from the results store: how much of each chapter's grid it holds is in the column *cells*.\n\n" + body + "\n"
-        + (f"\n## Every claim, by scale\n\n{detail}\n" if detail else "")
-    )
+    page.write_text("\n".join([STATUS_INTRO, *(status_section(l, f) for l, f in folders.items()), detail]),
+                    encoding="utf-8")
     return page
 
 
@@ -369,8 +434,10 @@ def write_exercise_index(output_dir: Path) -> Path:
 
 
 def write_pages(output_dir: Path) -> None:
-    """The generated pages of the book: the reproduction status and the exercise index."""
+    """The generated pages of the book: the reproduction status, the landing page's verdict totals and the
+    exercise index."""
     write_status_page(output_dir)
+    write_verdict_totals(output_dir)
     write_exercise_index(output_dir)
 
 

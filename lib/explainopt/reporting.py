@@ -1,24 +1,32 @@
 """"Paper vs. this book" tables and the chapter results that the reproduction-status page reads.
 
-A chapter states each of the paper's claims with :func:`claim`, collects them in :func:`claims_table`
-and saves them (with the run's provenance) by :func:`save_chapter_results`; ``book/status`` is
-generated from those files, never written by hand.
+A chapter states each of the paper's claims with :func:`claim`, shows them in full with
+:func:`verdict_table` (:func:`claims_table` is the same table as a DataFrame, for code) and saves them
+(with the run's provenance) by :func:`save_chapter_results`; ``book/status``, the landing page's totals
+(:func:`totals_table`) and each chapter's summary box (:func:`verdict_summary`) are generated from those
+files, never written by hand. Every text they print is escaped (:func:`escape_markdown`, ``html.escape``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
 import os
-from dataclasses import asdict, dataclass
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, fields as dataclass_fields
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .experiments import atomic_write_bytes
+from .experiments import ROOT, atomic_write_bytes
 
 REPRODUCED, PARTLY, DIFFERS, NOT_RUN = "reproduced", "partly", "differs", "not run"
 VERDICTS = (REPRODUCED, PARTLY, DIFFERS, NOT_RUN)
+#: The colour of each verdict's label: reproduced green, partly amber, differs red, not run grey.
+VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTLY: "#9a6700", DIFFERS: "#cf222e", NOT_RUN: "#6e7781"}
 
 
 @dataclass
@@ -84,8 +92,9 @@ def _fmt(value) -> str:
 
 
 def claims_table(claims: list[Claim]) -> pd.DataFrame:
-    """The "paper vs. this book" table."""
-    return pd.DataFrame([asdict(c) for c in claims]).rename(columns=str.capitalize)
+    """The "paper vs. this book" table as a DataFrame (for code; a chapter shows :func:`verdict_table`)."""
+    columns = [f.name for f in dataclass_fields(Claim)]
+    return pd.DataFrame([asdict(c) for c in claims], columns=columns).rename(columns=str.capitalize)
 
 
 def results_dir() -> Path:
@@ -108,41 +117,109 @@ def save_chapter_results(chapter: str, claims: list[Claim], provenance: dict, ta
     return path
 
 
+def read_chapter_results(folder: Path, chapter: str) -> dict | None:
+    """A chapter's results saved in `folder` (:func:`save_chapter_results`); None when the file is missing."""
+    path = Path(folder) / f"{chapter}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def _chapter_results(folder: Path) -> dict[str, dict]:
     """Chapter -> saved results in `folder` (chapters only, not appendices)."""
-    return {p.stem: json.loads(p.read_text()) for p in sorted(Path(folder).glob("[0-9]*.json"))}
+    return {p.stem: read_chapter_results(folder, p.stem) for p in sorted(Path(folder).glob("[0-9]*.json"))}
 
 
-def _summary(data: dict) -> dict:
-    prov, verdicts = data["provenance"], [c["verdict"] for c in data["claims"]]
-    checked = [v for v in verdicts if v != NOT_RUN]
-    cells = prov.get("cells") or {}
-    return {
-        "scale": prov.get("scale"),
-        "cells": f"{cells['computed']} of {cells['total']}" if cells.get("total") else "",
-        "solvers": prov.get("solvers"),
-        "wall time (s)": round(prov.get("wall_time_s", float("nan")), 1),
-        "reproduced": f"{sum(v == REPRODUCED for v in checked)} of {len(checked)}",
-        "partly": sum(v == PARTLY for v in checked),
-        "differ": sum(v == DIFFERS for v in checked),
-        "not run": len(verdicts) - len(checked),
-    }
+def _verdicts(data: dict) -> list[str]:
+    return [c["verdict"] for c in data["claims"]]
 
 
-def status_table(folders: dict[str, Path] | Path | None = None) -> pd.DataFrame:
-    """One row per chapter, a group of columns per results folder (e.g. ``{"this build": ...,
-    "paper (store)": ...}``): scale, grid cells computed, solvers, wall time, claims reproduced / checked."""
-    if not isinstance(folders, dict):
-        folders = {"": Path(folders or results_dir())}
+def verdict_counts(verdicts) -> dict[str, int]:
+    """How many of `verdicts` are of each kind, in the order of :data:`VERDICTS`."""
+    counts = Counter(verdicts)
+    return {verdict: counts[verdict] for verdict in VERDICTS}
+
+
+def verdicts_text(verdicts) -> str:
+    """The verdicts counted with their denominators: "4 of 7 checked reproduced, 1 partly, 2 differ; 2 of 9
+    not run" (or "; all 9 checked")."""
+    n = verdict_counts(verdicts)
+    total, checked = sum(n.values()), sum(n.values()) - n[NOT_RUN]
+    differ = "differs" if n[DIFFERS] == 1 else "differ"
+    text = f"{n[REPRODUCED]} of {checked} checked reproduced, {n[PARTLY]} partly, {n[DIFFERS]} {differ}"
+    return text + (f"; {n[NOT_RUN]} of {total} not run" if n[NOT_RUN] else f"; all {total} checked")
+
+
+def cells_text(computed: int, total: int) -> str:
+    """"1 840 of 4 320 cells"."""
+    return f"{computed:,} of {total:,} cells".replace(",", " ")
+
+
+def is_partial(cells: dict | None) -> bool:
+    """Whether a run's grids (provenance ``cells``: ``computed``, ``total``) miss cells."""
+    return bool(cells) and cells.get("computed", 0) < cells.get("total", 0)
+
+
+def grid_text(cells: dict | None) -> str:
+    """A run's grid coverage, "10 of 240 cells (partial grid)" when cells are missing; "" when it ran no grid."""
+    if not cells or not cells.get("total"):
+        return ""
+    return cells_text(cells["computed"], cells["total"]) + (" (partial grid)" if is_partial(cells) else "")
+
+
+def duration_text(seconds: float) -> str:
+    """"38 s", "12 min", "3.4 h"."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def compute_time_text(provenance: dict) -> str:
+    """The summed compute time of the grid cells a run read, each taken from the cell's own provenance when it
+    was computed (``compute_time_s``); "not recorded" where the results do not give it. The run's wall time
+    is not a compute time: at the paper scale it is the time to render from the results store."""
+    seconds = provenance.get("compute_time_s")
+    return "not recorded" if seconds is None else duration_text(seconds)
+
+
+def scale_text(data: dict | None) -> str:
+    """A chapter's verdicts at one scale with the grid they rest on (partial grids flagged)."""
+    if data is None:
+        return "no verdicts committed"
+    grid = grid_text(data["provenance"].get("cells"))
+    return verdicts_text(_verdicts(data)) + (f"; on {grid}" if grid else "")
+
+
+def _status_row(chapter: str, data: dict) -> dict:
+    prov = data["provenance"]
+    return {"chapter": chapter, "verdicts": verdicts_text(_verdicts(data)),
+            "grid": grid_text(prov.get("cells")) or "no grid", "compute time": compute_time_text(prov),
+            "solvers": prov.get("solvers") or ""}
+
+
+def status_table(folder: Path | None = None) -> pd.DataFrame:
+    """One row per chapter saved in `folder` (default :func:`results_dir`): its verdicts with their
+    denominators, the grid coverage (partial grids flagged), the grid cells' compute time and the solvers."""
+    rows = [_status_row(chapter, data) for chapter, data in _chapter_results(folder or results_dir()).items()]
+    return pd.DataFrame(rows, columns=["chapter", "verdicts", "grid", "compute time", "solvers"])
+
+
+def _all_chapters_text(results: dict[str, dict]) -> str:
+    """Every chapter's verdicts in one folder counted together, naming the chapters on a partial grid."""
+    if not results:
+        return "no verdicts committed"
+    partial = [chapter for chapter, data in results.items() if is_partial(data["provenance"].get("cells"))]
+    flag = f"; on a partial grid: chapters {', '.join(partial)}" if partial else ""
+    return verdicts_text(v for data in results.values() for v in _verdicts(data)) + flag
+
+
+def totals_table(folders: dict[str, Path]) -> pd.DataFrame:
+    """The landing page's verdicts: a column per results folder (e.g. ``{"book scale": results/book, ...}``),
+    a first row ``all`` with every chapter's claims counted together, then one row per chapter with its
+    counts and the grid they rest on (:func:`scale_text`)."""
     found = {label: _chapter_results(folder) for label, folder in folders.items()}
-    rows = []
-    for chapter in sorted(set().union(*found.values())):
-        row = {"chapter": chapter}
-        for label, results in found.items():
-            summary = _summary(results[chapter]) if chapter in results else {}
-            row.update({f"{label}: {k}" if label else k: v for k, v in summary.items()})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    rows = [{"chapter": "all", **{label: _all_chapters_text(results) for label, results in found.items()}}]
+    rows += [{"chapter": chapter, **{label: scale_text(results.get(chapter)) for label, results in found.items()}}
+             for chapter in sorted(set().union(*found.values()))]
+    return pd.DataFrame(rows, columns=["chapter", *folders])
 
 
 def scale_changes(claims: list[Claim], other: Path, *, labels=("book", "paper")) -> pd.DataFrame:
@@ -168,3 +245,166 @@ def claims_by_scale(folders: dict[str, Path]) -> pd.DataFrame:
             for c in data["claims"]:
                 rows.setdefault((chapter, c["claim"]), {"chapter": chapter, "claim": c["claim"]})[label] = c["verdict"]
     return pd.DataFrame(list(rows.values())).fillna("") if rows else pd.DataFrame()
+
+
+# --------------------------------------------------------------------------- showing verdicts in full
+
+MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]<>|$~#])")
+
+
+def escape_markdown(text) -> str:
+    """`text` on one line, every character that Markdown (MyST) reads as syntax backslash-escaped: a ``|``
+    does not end a table cell, a ``*`` starts no emphasis, a ``$`` no formula."""
+    return MARKDOWN_SPECIALS.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def markdown_table(frame: pd.DataFrame, *, raw: tuple = ()) -> str:
+    """`frame` as a Markdown table, its header and cells escaped (:func:`escape_markdown`) but for the
+    columns named in `raw`, which hold Markdown already."""
+    cells = [[str(v) if c in raw else escape_markdown(v) for c, v in zip(frame.columns, values)]
+             for values in frame.itertuples(index=False)]
+    lines = [[escape_markdown(c) for c in frame.columns], ["---"] * len(frame.columns), *cells]
+    return "\n".join("| " + " | ".join(line) + " |" for line in lines)
+
+
+class Rendered:
+    """Output shown as HTML in the book and in Jupyter, as Markdown where HTML is not shown (and as that
+    Markdown text in a terminal)."""
+
+    def __init__(self, html_text: str, markdown: str):
+        self.html, self.markdown = html_text, markdown
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
+    def __repr__(self) -> str:
+        return self.markdown
+
+
+def verdict_label(verdict: str | None) -> str:
+    """The verdict as a coloured label (HTML; :data:`VERDICT_COLOURS`), a dash when there is none."""
+    if not verdict:
+        return "—"
+    colour = VERDICT_COLOURS.get(verdict, VERDICT_COLOURS[NOT_RUN])
+    return (f'<span class="verdict" style="background:{colour};color:#fff;border-radius:0.25em;'
+            f'padding:0.05em 0.4em;white-space:nowrap">{html.escape(verdict)}</span>')
+
+
+CELL_STYLE = ("vertical-align:top;text-align:left;white-space:normal;overflow-wrap:anywhere;"
+              "padding:0.3em 0.5em;border-top:1px solid #d0d7de")
+
+
+def html_table(columns: dict[str, int], rows: list[list[str]], *, row_ids: list[str] | None = None,
+               table_id: str | None = None) -> str:
+    """An HTML table that fits the text column and wraps its text: `columns` maps each header to its width
+    in percent, `rows` hold HTML (text escaped already); `row_ids` and `table_id` are link targets. MathJax
+    leaves it alone."""
+    widths = "".join(f'<col style="width:{width}%">' for width in columns.values())
+    head = "".join(f'<th style="{CELL_STYLE}">{html.escape(name)}</th>' for name in columns)
+    ids = row_ids or [None] * len(rows)
+    body = "".join((f'<tr id="{row_id}">' if row_id else "<tr>") + "".join(f'<td style="{CELL_STYLE}">{cell}</td>'
+                                                                         for cell in row) + "</tr>"
+                   for row, row_id in zip(rows, ids))
+    anchor = f' id="{table_id}"' if table_id else ""
+    return (f'<table{anchor} class="verdicts tex2jax_ignore mathjax_ignore" '
+            f'style="table-layout:fixed;width:100%;border-collapse:collapse">'
+            f"<colgroup>{widths}</colgroup><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+def claim_anchor(text: str) -> str:
+    """The HTML id of a claim's row in its chapter's verdict table, from the claim's text (the same at every
+    scale): the chapter's summary box links each claim to it."""
+    return "claim-" + hashlib.sha1(str(text).encode()).hexdigest()[:10]
+
+
+VERDICT_TABLE_COLUMNS = {"#": 4, "Claim": 27, "Paper": 15, "Ours": 18, "Verdict": 10, "Why": 26}
+
+
+def verdict_table(claims: list[Claim]) -> Rendered:
+    """The "Paper vs. this book" table in full: each claim numbered, the paper's number, ours, a coloured
+    verdict and its reason, nothing cut; each row is the target of its claim's link in the summary box
+    (:func:`claim_anchor`), the table that of ``#verdicts``."""
+    table = claims_table(claims)
+    table.insert(0, "#", range(1, len(table) + 1))
+    rows = [[verdict_label(v) if column == "Verdict" else html.escape(str(v))
+             for column, v in zip(table.columns, values)] for values in table.itertuples(index=False)]
+    body = html_table(VERDICT_TABLE_COLUMNS, rows, row_ids=[claim_anchor(c.claim) for c in claims], table_id="verdicts")
+    return Rendered(body, markdown_table(table))
+
+
+def _shown_path(path: Path) -> str:
+    """`path` relative to the repository when it lies inside it."""
+    path = Path(path)
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def _scale_line(label: str, path: Path, data: dict | None) -> tuple[str, str]:
+    """One scale's line of the summary box, as HTML and as Markdown: :func:`scale_text` and where the
+    verdicts come from, or that their file is missing."""
+    if data:
+        text = f"{scale_text(data)} ({_shown_path(path)}, {data['provenance'].get('date', 'undated')[:10]})"
+    else:
+        text = f"no verdicts committed ({_shown_path(path)} is missing)"
+    return (f"<li><strong>{html.escape(label)}</strong>: {html.escape(text)}</li>",
+            f"- **{escape_markdown(label)}**: {escape_markdown(text)}")
+
+
+def _claims_by_text(found: dict[str, dict | None]) -> dict[str, dict[str, dict]]:
+    """Claim text -> {label: the claim saved under that label}, in the order the claims first appear."""
+    claims: dict[str, dict[str, dict]] = {}
+    for label, data in found.items():
+        for c in (data or {}).get("claims", []):
+            claims.setdefault(c["claim"], {})[label] = c
+    return claims
+
+
+def _verdict_cell(saved: dict | None) -> str:
+    """A claim's verdict at one scale as HTML: the coloured label, our number under it."""
+    if saved is None:
+        return verdict_label(None)
+    return f'{verdict_label(saved["verdict"])}<br><small>{html.escape(saved["ours"])}</small>'
+
+
+def _claims_at_each_scale(found: dict[str, dict | None]) -> Rendered:
+    """Every claim of a chapter with its verdict and our number under each label, each claim linked to its
+    row in the chapter's verdict table; nothing when no scale has claims."""
+    claims = _claims_by_text(found)
+    if not claims:
+        return Rendered("", "")
+    widths = {"Claim": 100 - 24 * len(found), **{label: 24 for label in found}}
+    rows = [[f'<a href="#{claim_anchor(text)}">{html.escape(text)}</a>', *(_verdict_cell(s.get(l)) for l in found)]
+            for text, s in claims.items()]
+    table = pd.DataFrame([[text, *(f"{s[l]['verdict']}: {s[l]['ours']}" if l in s else "—" for l in found)]
+                          for text, s in claims.items()], columns=list(widths))
+    return Rendered(html_table(widths, rows), markdown_table(table))
+
+
+SUMMARY_NOTE = ("Each claim links to its row in the table of verdicts below, which gives the paper's number and "
+                "the reason for the verdict at the scale this page was rendered at; under each verdict here is our "
+                "number at that scale.")
+PARTIAL_NOTE = "A partial grid: that scale's verdicts rest on the grid cells computed so far, not on the whole grid. "
+
+
+def _summary_note(found: dict[str, dict | None]) -> str:
+    partial = any(is_partial((data or {}).get("provenance", {}).get("cells")) for data in found.values())
+    return (PARTIAL_NOTE if partial else "") + SUMMARY_NOTE
+
+
+def verdict_summary(chapter: str, folders: dict[str, Path]) -> Rendered:
+    """A chapter's summary box: for each results folder (a scale, e.g. ``{"book scale": results/book}``)
+    the counts of the chapter's verdicts with their denominators and the grid they rest on (partial grids
+    flagged), or that its file is missing; then every claim with its verdict and our number at each scale,
+    each linked to its row in the chapter's verdict table (:func:`verdict_table`)."""
+    found = {label: read_chapter_results(folder, chapter) for label, folder in folders.items()}
+    lines = [_scale_line(label, Path(folders[label]) / f"{chapter}.json", data) for label, data in found.items()]
+    claims, note = _claims_at_each_scale(found), _summary_note(found)
+    title = f"Chapter {chapter.lstrip('0')}: the verdicts at every scale"
+    html_box = (f'<div class="admonition note verdict-summary tex2jax_ignore mathjax_ignore">'
+                f'<p class="admonition-title">{html.escape(title)}</p><ul>{"".join(h for h, _ in lines)}</ul>'
+                f'{claims.html}<p><small>{html.escape(note)}</small></p></div>')
+    markdown = "\n\n".join([f"**{escape_markdown(title)}**", "\n".join(m for _, m in lines), claims.markdown,
+                            f"*{escape_markdown(note)}*"])
+    return Rendered(html_box, markdown)
