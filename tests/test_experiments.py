@@ -286,7 +286,8 @@ def _compacted_store(tmp_path, n=20):
 def test_a_damaged_byte_of_a_compacted_file_loses_one_cell_with_a_warning(tmp_path):
     configs, path = _compacted_store(tmp_path)
     data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0xFF  # one flipped byte
+    members = [i for i in range(len(data)) if data.startswith(b"\x1f\x8b\x08", i)]
+    data[members[10] + 20] ^= 0xFF  # one flipped byte in the compressed data of cell 10 (header bytes are unchecked)
     path.write_bytes(bytes(data))
     with pytest.warns(UserWarning, match=r"vector_cell.jsonl.gz: skipped .* 1 damaged gzip members"):
         out = run_grid(vector_cell, configs, cache=ResultStore(tmp_path), missing="skip", progress=False)
