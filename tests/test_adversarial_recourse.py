@@ -7,8 +7,10 @@ from scipy.special import logit
 from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from explainopt.counterfactuals.adversarial_recourse import adversarial_recourse, torch_network, worst_perturbation
+from explainopt.counterfactuals.adversarial_recourse import adversarial_recourse, worst_perturbation
 from explainopt.counterfactuals.base import Counterfactual
+from explainopt.counterfactuals.gradient import GRADIENT_SOLVER
+from explainopt.encoders import torch_network
 
 
 @pytest.fixture(scope="module")
@@ -40,8 +42,8 @@ def test_worst_perturbation_stays_in_the_ball_and_lowers_the_margin(mlp):
 def test_recourse_is_valid_under_model_predict(mlp):
     model, X = mlp
     for x0 in X[:3]:
-        res = adversarial_recourse(model, x0, rho=0.05, outer_steps=100)
-        assert isinstance(res, Counterfactual) and res.solver == "gradient" and res.time > 0
+        res = adversarial_recourse(model, x0, rho=0.05, steps=100)
+        assert isinstance(res, Counterfactual) and res.solver == GRADIENT_SOLVER and res.time > 0
         assert res.target == 1 - model.predict(x0[None])[0]
         assert res.valid == (model.predict(res.x[None])[0] == res.target)
         assert res.valid and res.status == ("converged" if res.robust_by_attack else "round_limit")
@@ -51,7 +53,7 @@ def test_recourse_is_valid_under_model_predict(mlp):
 
 def test_the_same_random_state_gives_the_same_recourse(mlp):
     model, X = mlp
-    first, again = (adversarial_recourse(model, X[0], rho=0.1, outer_steps=20, random_state=3) for _ in range(2))
+    first, again = (adversarial_recourse(model, X[0], rho=0.1, steps=20, random_state=3) for _ in range(2))
     np.testing.assert_array_equal(first.x, again.x)
 
 
@@ -61,7 +63,7 @@ def test_a_torch_sequential_with_a_sigmoid_output_is_run_on_its_logit(mlp):
     with_sigmoid = torch.nn.Sequential(*net, torch.nn.Sigmoid())
     x = torch.as_tensor(X[:5])
     np.testing.assert_allclose(torch_network(with_sigmoid)(x).numpy(), net(x).numpy())
-    res = adversarial_recourse(with_sigmoid, X[0], rho=0.05, outer_steps=20)
+    res = adversarial_recourse(with_sigmoid, X[0], rho=0.05, steps=20)
     assert res.target == 1 - model.predict(X[:1])[0]
 
 

@@ -10,13 +10,11 @@ from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
-from explainopt.counterfactuals.adversarial_recourse import torch_network
 from explainopt.counterfactuals.ensembles import robustness_threshold
 from explainopt.counterfactuals.proplace import worst_case_model
 from explainopt.counterfactuals.regions import sample_set
-from explainopt.counterfactuals.robustness import (input_radius, largest_delta, retrained_validity, score_margin,
-                                                   sparsity)
-from explainopt.encoders import interval_lower, model_predict
+from explainopt.counterfactuals.robustness import input_radius, largest_delta, retrained_validity, score_margin
+from explainopt.encoders import interval_lower, model_predict, torch_network
 
 
 @pytest.fixture(scope="module")
@@ -135,8 +133,3 @@ def test_score_margin_is_the_score_minus_the_threshold(moons):
     assert score_margin(forest, x, alpha=0.1) == pytest.approx(expected)
     with pytest.raises(TypeError):
         score_margin(LogisticRegression().fit(X, y), x, alpha=0.1)
-
-
-def test_sparsity_counts_the_changed_features():
-    assert sparsity([0.1, 0.2, 0.3], [0.1, 0.25, 0.3]) == 1
-    assert sparsity([0.1, 0.2, 0.3], [0.1, 0.2 + 1e-6, 0.3]) == 0

@@ -37,7 +37,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-import torch
 from scipy.spatial import ConvexHull
 from sklearn.datasets import make_moons
 from sklearn.model_selection import train_test_split
@@ -45,10 +44,11 @@ from torch import nn
 
 from .. import experiments, plots, reporting, solvers
 from ..counterfactuals import baselines, proto, rbr, roar
-from ..counterfactuals.proplace import (LofScorer, ProplaceResult, RobustNeighbours, brute_force_worst_case, evaluate,
+from ..counterfactuals.costs import LofScorer
+from ..counterfactuals.proplace import (ProplaceResult, RobustNeighbours, brute_force_worst_case, evaluate,
                                         local_worst_case, plausible_vertices, proplace, worst_case_model)
 from ..datasets import load_dataset
-from ..encoders import interval_lower, model_predict
+from ..encoders import interval_lower, model_predict, torch_network
 from ..training import train_relu_network
 from . import paper_table, solver_key
 
@@ -116,7 +116,7 @@ def train_network(X, y, *, width: int, epochs: int, random_state: int, lr: float
     """Two hidden ReLU layers of equal width, logit output (sigmoid in the loss), BCE + 1e-4 ||theta||^2,
     Adam; as in the authors' code, trained by :func:`~explainopt.training.train_relu_network`, which gives
     the same weights on any CPU. Returns a torch nn.Sequential in float64 (eval mode)."""
-    return as_network(train_relu_network(X, y, hidden=(width, width), epochs=epochs, batch_size=batch_size,
+    return torch_network(train_relu_network(X, y, hidden=(width, width), epochs=epochs, batch_size=batch_size,
                                          learning_rate=lr, weight_decay=weight_decay, random_state=random_state))
 
 
@@ -147,8 +147,8 @@ def training_rows(split: dict, role: str, seed: int) -> tuple[np.ndarray, np.nda
 def network_cell(*, dataset: str, role: str, seed: int, width: int, epochs: int) -> dict:
     """One network of the protocol (a cell of the ``networks`` grid of :func:`grids`): trained on the rows
     of `role` (:func:`training_rows`) with torch seed `seed` and :data:`TRAINING`. Returns its layers
-    ``[[W, b], ...]`` (float64, exactly the weights :func:`as_network` rebuilds), the rows it saw and its
-    training time."""
+    ``[[W, b], ...]`` (float64, exactly the weights :func:`~explainopt.encoders.torch_network` rebuilds),
+    the rows it saw and its training time."""
     X, y = training_rows(protocol_data(dataset)[0], role, seed)
     t0 = time.perf_counter()
     layers = train_relu_network(X, y, hidden=(width, width), epochs=epochs, random_state=seed,
@@ -157,18 +157,9 @@ def network_cell(*, dataset: str, role: str, seed: int, width: int, epochs: int)
     return {"layers": [[W, b] for W, b in layers], "rows": len(X), "train_time": time.perf_counter() - t0}
 
 
-def as_network(layers) -> nn.Sequential:
-    """The torch network (float64, eval mode) of layers ``[[W, b], ...]`` (:func:`network_cell`): linear
-    layers with ReLU between them, as :func:`train_network` builds them."""
-    modules = []
-    for W, b in layers:
-        W, b = np.asarray(W, np.float64), np.asarray(b, np.float64)
-        linear = nn.Linear(W.shape[1], W.shape[0]).double()
-        with torch.no_grad():
-            linear.weight.copy_(torch.from_numpy(W))
-            linear.bias.copy_(torch.from_numpy(b))
-        modules += [linear, nn.ReLU()]
-    return nn.Sequential(*modules[:-1]).eval()
+#: The torch network (float64, eval mode) of layers ``[[W, b], ...]`` (:func:`network_cell`), as
+#: :func:`train_network` builds them: :func:`explainopt.encoders.torch_network` (the notebook's name).
+as_network = torch_network
 
 
 def network_configs(dataset: str, epochs: int | None, n_both: int, n_loo: int, code_width: bool = False) -> list[dict]:
@@ -202,7 +193,7 @@ def assemble(dataset: str, configs: list[dict], cells: list[dict]) -> dict:
     """A prepared data set from its :func:`network_cell` results (`configs` beside them, the network first):
     split, network, retrained networks, how each was retrained, test accuracies on D1's test part."""
     split, columns = protocol_data(dataset)
-    model, retrained = as_network(cells[0]["layers"]), [as_network(c["layers"]) for c in cells[1:]]
+    model, retrained = torch_network(cells[0]["layers"]), [torch_network(c["layers"]) for c in cells[1:]]
     def accuracy(m):
         return float((model_predict(m, split["X1_test"]) == split["y1_test"]).mean())
     how = [dict(data=ROLES[c["role"]], rows=cell["rows"], seed=c["seed"], width=c["width"], epochs=c["epochs"],

@@ -190,7 +190,7 @@ def baseline_instance(*, dataset: str, model: str, rho: float, index: int, time_
     clf = fitted_model(dataset, model, random_state)
     ours = region_instance(dataset=dataset, model=model, norm="l2", rho=rho, index=index, time_limit=time_limit,
                            solver=solver, random_state=random_state, n_samples=n_samples)
-    theirs = adversarial_recourse(clf, X[index], rho=rho, target=ours["target"], outer_steps=outer_steps,
+    theirs = adversarial_recourse(clf, X[index], rho=rho, target=ours["target"], steps=outer_steps,
                                   random_state=random_state)
     cert = certify_region(clf, theirs.x, rho=rho, norm="l2", target=ours["target"], n_samples=n_samples,
                           random_state=random_state + index, solver=solver)
@@ -321,32 +321,12 @@ def run_regions(settings: dict, *, solver=None, random_state: int = 0, n_samples
                          n_jobs=n_jobs))
 
 
-def run_baselines(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
-                  n_jobs: int = 1) -> pd.DataFrame:
-    """Table 3: the ``table3`` grid of :func:`grids` as a frame."""
-    return frame_of(_run("table3", settings, solver=solver, random_state=random_state, n_samples=n_samples,
-                         n_jobs=n_jobs))
-
-
 def run_convergence(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,
                     n_jobs: int = 1) -> list[dict]:
     """Figure 7: the ``figure7`` grid of :func:`grids` (every master solution's certified radius, the first
     drawn diabetes factual, box of radius 0.05)."""
     return rows(_run("figure7", settings, solver=solver, random_state=random_state, n_samples=n_samples,
                      n_jobs=n_jobs))
-
-
-def run_tree_iterations(settings: dict, *, solver=None, random_state: int = 0, n_jobs: int = 1) -> list[dict]:
-    """Figures 2 and 6: the ``figure2`` grid of :func:`grids` (:func:`tree_run` per tree depth)."""
-    return rows(_run("figure2", settings, solver=solver, random_state=random_state, n_samples=0, n_jobs=n_jobs))
-
-
-def run_region_path(settings: dict, *, solver=None, random_state: int = 0, n_jobs: int = 1) -> dict:
-    """The interactive figure and Figure 5: the ``region_path`` grid of :func:`grids`, assembled by
-    :func:`region_path`."""
-    cells = _run("region_path", settings, solver=solver, random_state=random_state, n_samples=0, n_jobs=n_jobs)
-    return region_path(cells, index=factual_indices("banknote", 1, random_state=random_state)[0],
-                       random_state=random_state)
 
 
 def run_single_leaf(settings: dict, *, solver=None, random_state: int = 0, n_samples: int = 10_000,

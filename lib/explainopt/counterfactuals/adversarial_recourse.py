@@ -24,8 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..encoders import model_family, model_predict, network_layers
+from ..encoders import model_family, model_predict, torch_network
 from .base import Counterfactual, check_factual
+from .costs import l1
+from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 
 
 @dataclass
@@ -33,10 +35,11 @@ class AdversarialRecourse(Counterfactual):
     """Result of :func:`adversarial_recourse` (fields of :class:`~.base.Counterfactual` first).
 
     status: ``converged`` (a round's point survived a fresh attack) or ``round_limit`` (every multiplier
-    tried was flipped); solver: ``gradient`` (Adam outside, projected gradient ascent inside). valid:
-    the model itself predicts `target` at x; robust_by_attack: the inner PGD attack at the end did not
-    flip the prediction (the method's own, heuristic, robustness check); lam: the multiplier used;
-    distance: l1 distance to the factual.
+    tried was flipped); solver: :data:`~.gradient.GRADIENT_SOLVER` (Adam outside, projected gradient
+    ascent inside). valid: the model itself predicts `target` at x; robust_by_attack: the inner PGD attack
+    at the end did not flip the prediction (the method's own, heuristic, robustness check); lam: the
+    multiplier used (after a round limit, the next one of the schedule); distance: l1 distance to the
+    factual.
     """
 
     target: int = 1
@@ -44,27 +47,6 @@ class AdversarialRecourse(Counterfactual):
     robust_by_attack: bool = False
     distance: float = float("nan")
     lam: float = float("nan")
-
-
-def torch_network(model) -> torch.nn.Sequential:
-    """A torch ``nn.Sequential`` (float64, frozen) computing the logit of class 1 of a ReLU network."""
-    if model_family(model) != "network":
-        raise TypeError(f"adversarial_recourse needs a ReLU MLPClassifier or a torch nn.Sequential, got "
-                        f"{type(model).__name__}")
-    layers = network_layers(model)
-    modules = []
-    for i, (W, b) in enumerate(layers):
-        lin = torch.nn.Linear(W.shape[1], W.shape[0]).double()
-        with torch.no_grad():
-            lin.weight.copy_(torch.as_tensor(W))
-            lin.bias.copy_(torch.as_tensor(b))
-        modules.append(lin)
-        if i < len(layers) - 1:
-            modules.append(torch.nn.ReLU())
-    net = torch.nn.Sequential(*modules)
-    for p in net.parameters():
-        p.requires_grad_(False)
-    return net
 
 
 def _project_ball(s, rho: float):
@@ -89,50 +71,51 @@ def worst_perturbation(net, x, *, rho: float, target: int, steps: int = 20, step
 
 
 def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lower=0.0, upper=1.0,
-                         lam: float = 0.1, lam_growth: float = 2.0, max_lam_rounds: int = 12,
-                         outer_steps: int = 200, inner_steps: int = 20, learning_rate: float = 0.01,
+                         lam: float = 0.1, lam_growth: float = 2.0, rounds: int = 12, steps: int = 200,
+                         inner_steps: int = 20, learning_rate: float = 0.01,
                          random_state: int = 0) -> AdversarialRecourse:
     """Robust recourse by gradient min-max (Dominguez-Olmedo et al. style; l2 perturbations).
 
-    For each multiplier ``lam`` (doubled each round, starting at `lam`), run `outer_steps` Adam steps on
-    ``||x - x0||_1 + lam * loss(f(x + s*(x)))`` with ``s*`` from :func:`worst_perturbation`; stop at the
-    first round whose result is valid and survives a fresh attack. random_state: the integer seed of the
-    attacks' random starts. target: default the class other than the model's prediction at `x0`.
+    For each multiplier ``lam`` (times `lam_growth` each round, `rounds` of them), run `steps` Adam steps
+    (:func:`~.gradient.multiplier_rounds`) on ``||x - x0||_1 + lam * loss(f(x + s*(x)))`` with ``s*`` from
+    :func:`worst_perturbation` (`inner_steps` ascent steps); stop at the first round whose result is valid
+    and survives a fresh attack. random_state: the integer seed of the attacks' random starts. target:
+    default the class other than the model's prediction at `x0`.
     """
     if not rho > 0:
         raise ValueError(f"rho must be positive, got {rho!r}")
     start = time.perf_counter()
+    if model_family(model) != "network":
+        raise TypeError(f"adversarial_recourse needs a ReLU MLPClassifier or a torch nn.Sequential, got "
+                        f"{type(model).__name__}")
     net = torch_network(model)
     x0 = check_factual(x0, net[0].in_features)
     x0_t = torch.as_tensor(x0, dtype=torch.float64)
-    lo = torch.as_tensor(np.broadcast_to(np.asarray(lower, dtype=float), x0.shape).copy())
-    hi = torch.as_tensor(np.broadcast_to(np.asarray(upper, dtype=float), x0.shape).copy())
     if target is None:
         target = 1 - int(model_predict(model, x0)[0])
     sign = 1.0 if target == 1 else -1.0
     gen = torch.Generator().manual_seed(int(random_state))
-    x_best = x0.copy()
-    robust = False
-    for _ in range(max_lam_rounds):
-        x = x0_t.clone().requires_grad_(True)
-        opt = torch.optim.Adam([x], lr=learning_rate)
-        for _ in range(outer_steps):
-            s = worst_perturbation(net, x.detach(), rho=rho, target=target, steps=inner_steps, generator=gen)
-            loss = torch.sum(torch.abs(x - x0_t)) + lam * torch.nn.functional.softplus(-sign * net(x + s)).sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            with torch.no_grad():
-                x.copy_(torch.minimum(torch.maximum(x, lo), hi))
-        x_best = x.detach().numpy().copy()
-        s = worst_perturbation(net, x.detach(), rho=rho, target=target, steps=inner_steps, generator=gen)
+
+    def attack(x):
+        return worst_perturbation(net, x, rho=rho, target=target, steps=inner_steps, generator=gen)
+
+    def loss(lam):
+        def at(x):
+            s = attack(x.detach())
+            return torch.sum(torch.abs(x - x0_t)) + lam * torch.nn.functional.softplus(-sign * net(x + s)).sum()
+        return at
+
+    def survives(x) -> bool:  # valid, and still valid under a fresh attack
+        x = torch.as_tensor(x)
+        s = attack(x)
         with torch.no_grad():
-            valid = bool(sign * float(net(x.detach()).sum()) > 0)
-            robust = valid and bool(sign * float(net(x.detach() + s).sum()) > 0)
-        if robust:
-            break
-        lam *= lam_growth
+            return sign * float(net(x).sum()) > 0 and sign * float(net(x + s).sum()) > 0
+
+    schedule = growing(lam, lam_growth, rounds + 1)  # the last one is reported after a round limit
+    found = multiplier_rounds(loss, survives, x0, schedule[:-1], lower=lower, upper=upper,
+                              learning_rate=learning_rate, steps=steps)
+    x = x0.copy() if found.x is None else found.x
     return AdversarialRecourse(
-        x_best, "converged" if robust else "round_limit", time.perf_counter() - start, "gradient", target=target,
-        valid=bool(model_predict(model, x_best)[0] == target), robust_by_attack=robust,
-        distance=float(np.abs(x_best - x0).sum()), lam=float(lam))
+        x, "converged" if found.accepted else "round_limit", time.perf_counter() - start, GRADIENT_SOLVER,
+        target=target, valid=bool(model_predict(model, x)[0] == target), robust_by_attack=found.accepted,
+        distance=l1(x, x0), lam=float(found.lam if found.accepted else schedule[-1]))

@@ -6,15 +6,16 @@
   with counterfactual stability >= tau (mean minus std of the class-1 probability over K Gaussian
   samples), then a line search back towards the nearest counterfactual keeping stability >= tau.
 * :func:`wachter` -- Wachter et al. (2017): gradient descent on lam (p(x') - 1)^2 + ||x' - x0||_1 / d,
-  lam doubled until the counterfactual is valid.
+  lam doubled until the counterfactual is valid (the gradient core, :mod:`.gradient`).
 * :func:`roar_style` -- a ROAR-like robust recourse (Upadhyay et al. 2021), gradient based. ROAR
   linearises the model (LIME) and takes the worst l_inf shift of the linear model's weights and bias,
   which lowers the score by delta (||x'||_1 + 1); here the same worst shift of a local linear model is
   applied to the network's own logit: loss lam BCE(f(x') - delta (||x'||_1 + 1), 1) + ||x' - x0||_1 / d.
   Not the authors' implementation (no LIME surrogate).
 
-Each returns a :class:`~.base.Counterfactual` (x None when none was found). The gradient methods name
-their optimiser, ``adam``, as their solver.
+Each returns a :class:`~.base.Counterfactual` (x None when none was found). The gradient methods run the
+core of :mod:`.gradient` and name its optimiser, :data:`~.gradient.GRADIENT_SOLVER` (``adam``), as their
+solver.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ import torch
 
 from ..encoders import delta_robust, model_output, model_predict
 from .base import Counterfactual
+from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 from .nearest import nearest_counterfactual
-
-GRADIENT_SOLVER = "adam"  # torch.optim.Adam, the optimiser of the gradient baselines
 
 
 @dataclass
@@ -118,52 +118,51 @@ def robx(model, x0, X_train, *, sigma: float = 0.1, K: int = 1000, tau: float = 
     return found(target, "training_point")
 
 
-def _gradient_ce(model, x0, robust_shift: float, *, lam0: float, rounds: int, steps: int, lr: float) -> Counterfactual:
-    """Adam on lam * (validity loss) + normalised l1, lam doubled until valid: status ``valid``, or
-    ``not_valid`` with the last round's point."""
+def _gradient_ce(model, x0, robust_shift: float, *, lam: float, lam_growth: float, rounds: int, steps: int,
+                 learning_rate: float) -> Counterfactual:
+    """The gradient core (:func:`~.gradient.multiplier_rounds`) on lam * (validity loss) + normalised l1,
+    lam growing until valid: status ``valid``, or ``not_valid`` with the last round's point."""
     start = time.perf_counter()
     net = copy.deepcopy(model).double()
     for p in net.parameters():
         p.requires_grad_(False)
-    x0t = torch.as_tensor(np.asarray(x0, float))
+    x0 = np.asarray(x0, float)
+    x0t = torch.as_tensor(x0)
     d = x0t.numel()
-    lam, found = lam0, None
-    for _ in range(rounds):
-        xp = x0t.clone().requires_grad_(True)
-        opt = torch.optim.Adam([xp], lr=lr)
-        for _ in range(steps):
+
+    def loss(lam):
+        def at(xp):
             logit = net(xp[None])[0, 0]
             dist = (xp - x0t).abs().sum() / d
             if robust_shift:
                 robust = logit - robust_shift * (xp.abs().sum() + 1)
-                loss = lam * torch.nn.functional.softplus(-robust) + dist
-            else:
-                loss = lam * (torch.sigmoid(logit) - 1) ** 2 + dist
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            with torch.no_grad():
-                xp.clamp_(0, 1)
-        cand = xp.detach().numpy().copy()
+                return lam * torch.nn.functional.softplus(-robust) + dist
+            return lam * (torch.sigmoid(logit) - 1) ** 2 + dist
+        return at
+
+    def valid(cand) -> bool:
         logit = float(model_output(model, cand[None])[0])
-        ok = logit - robust_shift * (np.abs(cand).sum() + 1) > 0 if robust_shift else logit > 0
-        if ok:
-            return Counterfactual(cand, "valid", time.perf_counter() - start, GRADIENT_SOLVER)
-        found = cand
-        lam *= 2
-    return Counterfactual(found, "not_valid", time.perf_counter() - start, GRADIENT_SOLVER)
+        return logit - robust_shift * (np.abs(cand).sum() + 1) > 0 if robust_shift else logit > 0
+
+    found = multiplier_rounds(loss, valid, x0, growing(lam, lam_growth, rounds), lower=0.0, upper=1.0,
+                              learning_rate=learning_rate, steps=steps)
+    return Counterfactual(found.x, "valid" if found.accepted else "not_valid", time.perf_counter() - start,
+                          GRADIENT_SOLVER)
 
 
-def wachter(model, x0, *, lam0: float = 0.5, rounds: int = 8, steps: int = 300, lr: float = 0.01) -> Counterfactual:
-    """Wachter et al.: the first valid gradient-descent counterfactual as lam doubles (else the last)."""
-    return _gradient_ce(model, x0, 0.0, lam0=lam0, rounds=rounds, steps=steps, lr=lr)
+def wachter(model, x0, *, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8, steps: int = 300,
+            learning_rate: float = 0.01) -> Counterfactual:
+    """Wachter et al.: the first valid gradient-descent counterfactual as lam grows (else the last)."""
+    return _gradient_ce(model, x0, 0.0, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
+                        learning_rate=learning_rate)
 
 
-def roar_style(model, x0, *, delta: float, lam0: float = 0.5, rounds: int = 8, steps: int = 300,
-               lr: float = 0.01) -> Counterfactual:
+def roar_style(model, x0, *, delta: float, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8,
+               steps: int = 300, learning_rate: float = 0.01) -> Counterfactual:
     """ROAR-like robust recourse (module docstring): robust to the worst l_inf shift `delta` of a local
     linear model's weights."""
-    return _gradient_ce(model, x0, delta, lam0=lam0, rounds=rounds, steps=steps, lr=lr)
+    return _gradient_ce(model, x0, delta, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
+                        learning_rate=learning_rate)
 
 
 __all__ = ["GRADIENT_SOLVER", "MilpRResult", "milp_r", "robx", "roar_style", "stability", "wachter"]

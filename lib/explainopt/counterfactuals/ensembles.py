@@ -43,10 +43,13 @@ from sklearn.ensemble import IsolationForest
 from .. import solvers
 from ..encoders.trees import cell_distance_bound
 from .base import is_valid
+from .costs import sparsity
 from .nearest import CounterfactualResult, check_target, counterfactual_problem, distance
 
 #: The methods whose score threshold :func:`score_threshold` gives.
 SAA_METHODS = ("naive", "direct-saa", "robust-saa")
+#: A feature counts as changed (``n_changed``) when it moves by more than this.
+CHANGE_TOLERANCE = 1e-6
 
 
 # --------------------------------------------------------------------------- thresholds (Section 3)
@@ -209,8 +212,9 @@ class EnsembleCounterfactual(CounterfactualResult):
     target, tau: the target class and its score threshold; score: the forest's own ``predict_proba`` of
     the target class at ``x``; meets_threshold: ``score >= tau`` (checked with the true forest, not the
     MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
-    with slack ``relaxation`` (``solve_time`` then counts both solves); n_changed: features changed (a
-    one-hot group counts once); inlier: the isolation forest's decision at x, when one was given;
+    with slack ``relaxation`` (``solve_time`` then counts both solves); n_changed: features changed by
+    more than :data:`CHANGE_TOLERANCE` (:func:`~.costs.sparsity`, a one-hot group counting once);
+    inlier: the isolation forest's decision at x, when one was given;
     reused: the point of a lower threshold, optimal here too (:func:`ensemble_counterfactuals`).
     """
 
@@ -223,19 +227,6 @@ class EnsembleCounterfactual(CounterfactualResult):
     n_changed: int = 0
     inlier: bool | None = None
     reused: bool = False
-
-
-def _count_changes(x, x0, spec, tol: float = 1e-6) -> int:
-    """Number of features changed, a one-hot group counting once."""
-    changed, groups = 0, set()
-    for j, f in enumerate(spec):
-        if abs(x[j] - x0[j]) > tol:
-            if f.group is None:
-                changed += 1
-            elif f.group not in groups:
-                groups.add(f.group)
-                changed += 1
-    return changed
 
 
 def _lof_terms(x, lof: LofCandidates, weights, spec):
@@ -495,7 +486,7 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
         results[tau] = EnsembleCounterfactual(
             **found, target=target, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
             relaxation=float(slack.value) if relaxed and slack.value is not None else 0.0,
-            n_changed=_count_changes(x, x0, spec),
+            n_changed=sparsity(x, x0, tol=CHANGE_TOLERANCE, groups=[f.group for f in spec]),
             inlier=None if isolation_forest is None else bool(isolation_forest.predict(x.reshape(1, -1))[0] == 1))
         encoded = found["encoded_output"] if target == 1 else 1.0 - found["encoded_output"]
         optimal = solution.result.status == solvers.OPTIMAL and not relaxed

@@ -47,12 +47,13 @@ from dataclasses import dataclass, field
 import cvxpy as cp
 import numpy as np
 import torch
-from sklearn.neighbors import KDTree, LocalOutlierFactor
+from sklearn.neighbors import KDTree
 
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
 from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer, segment_points
 from .base import Counterfactual
+from .costs import LofScorer, l1_distance
 
 
 def _rows(X) -> np.ndarray:
@@ -467,23 +468,6 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
 # ------------------------------------------------------------------------------------ metrics
 
 
-def l1_distance(xp, x0) -> float:
-    """Normalised l1: sum |x' - x0| / d."""
-    xp, x0 = np.asarray(xp, float).ravel(), np.asarray(x0, float).ravel()
-    return float(np.abs(xp - x0).sum() / x0.size)
-
-
-class LofScorer:
-    """10-LOF of counterfactuals with respect to the target-class training points (novelty=True):
-    about 1 for inliers, larger (above ~1.5) for outliers."""
-
-    def __init__(self, X_target, n_neighbors: int = 10):
-        self.lof = LocalOutlierFactor(n_neighbors=n_neighbors, novelty=True).fit(_rows(X_target))
-
-    def __call__(self, X) -> np.ndarray:
-        return -self.lof.score_samples(_rows(X))
-
-
 def evaluate(model, factuals, counterfactuals, *, delta: float, retrained=(), lof: LofScorer | None = None) -> dict:
     """Table 1 metrics over the found counterfactuals (rows of NaN = not found): validity, vDelta,
     retrained validity vr (mean over models and counterfactuals), normalised l1 and lof; percentages."""
@@ -496,12 +480,12 @@ def evaluate(model, factuals, counterfactuals, *, delta: float, retrained=(), lo
     out["validity"] = 100.0 * (model_predict(model, Cf) == 1).mean()
     out["vΔ"] = 100.0 * delta_robust(model, Cf, delta=delta).mean()
     out["vr"] = 100.0 * np.mean([(model_predict(m, Cf) == 1).mean() for m in retrained]) if len(retrained) else np.nan
-    out["l1"] = float(np.mean(np.abs(Cf - F[found]).sum(axis=1) / F.shape[1]))
+    out["l1"] = float(np.mean([l1_distance(c, f) for c, f in zip(Cf, F[found])]))
     out["lof"] = float(np.mean(lof(Cf))) if lof is not None else np.nan
     return out
 
 
 __all__ = [
-    "LofScorer", "ProplaceResult", "RobustNeighbours", "WorstCase", "brute_force_worst_case", "evaluate",
-    "interval_output_layers", "l1_distance", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
+    "ProplaceResult", "RobustNeighbours", "WorstCase", "brute_force_worst_case", "evaluate",
+    "interval_output_layers", "local_worst_case", "outer_problem", "plausible_vertices", "proplace", "worst_case_model",
 ]

@@ -10,9 +10,9 @@ Inner problem: BCE(sigmoid(s), 1) is decreasing in the score s, so the worst shi
 ``dw = -delta_max sign(x')``, ``db = -delta_max`` (the authors solve the LP of their Algorithm 1 on the
 gradient, whose solution is this vertex); the robust score is ``w . x' + b - delta_max (||x'||_1 + 1)``.
 Outer problem: Adam on ``x'`` (projected onto the box), alternating with the inner problem, until the
-loss changes by less than ``tol`` (:func:`roar_recourse`). Hyperparameter: the cost weight ``lam`` is
-taken from a decreasing schedule, the first (largest, i.e. cheapest) ``lam`` whose recourse the *model*
-classifies as the target class (:func:`roar`).
+loss changes by less than ``tol`` (:func:`roar_recourse`, on the gradient core of :mod:`.gradient`).
+Hyperparameter: the cost weight ``lam`` is taken from a decreasing schedule, the first (largest, i.e.
+cheapest) ``lam`` whose recourse the *model* classifies as the target class (:func:`roar`).
 
 The surrogate (:func:`lime_surrogate`) follows LIME's tabular sampler without discretisation: Gaussian
 samples with the training data's mean and standard deviation (the factual as the first sample), labelled
@@ -33,8 +33,8 @@ from sklearn.linear_model import LogisticRegression
 
 from ..encoders import model_predict
 from .base import Counterfactual
+from .gradient import GRADIENT_SOLVER, descend, multiplier_rounds
 
-GRADIENT_SOLVER = "adam"
 LAMBDAS = (1.0, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01, 0.005, 0.001)  # cost weights tried, cheapest recourse first
 
 
@@ -99,47 +99,47 @@ def robust_score(surrogate: LinearSurrogate, x, delta_max: float) -> float:
     return float(surrogate.score(x)[0] - delta_max * (np.abs(x).sum() + 1))
 
 
-def roar_recourse(surrogate: LinearSurrogate, x0, *, delta_max: float, lam: float, lr: float = 0.01,
-                  tol: float = 1e-4, max_steps: int = 3000, lower=0.0, upper=1.0) -> np.ndarray:
-    """ROAR's Algorithm 1 for one cost weight `lam`: alternate the worst shift (:func:`worst_shift`) and an
-    Adam step on ``BCE(sigmoid((w + dw) . x' + b + db), 1) + lam ||x' - x0||_1`` (x' kept in
-    [lower, upper]) until the loss moves by less than `tol`."""
+def roar_loss(surrogate: LinearSurrogate, x0, *, delta_max: float, lam: float):
+    """ROAR's loss at x' for the cost weight `lam`: the worst shift at x' (:func:`worst_shift`), then
+    ``BCE(sigmoid((w + dw) . x' + b + db), 1) + lam ||x' - x0||_1`` (a loss of :func:`~.gradient.descend`)."""
     x0t = torch.as_tensor(np.asarray(x0, float))
     w = torch.as_tensor(surrogate.w)
-    xp = x0t.clone().requires_grad_(True)
-    opt = torch.optim.Adam([xp], lr=lr, amsgrad=True)
-    previous = np.inf
-    for _ in range(max_steps):
+
+    def at(xp):
         dw, db = worst_shift(xp.detach().numpy(), delta_max)
         score = (w + torch.as_tensor(dw)) @ xp + surrogate.b + db
-        loss = torch.nn.functional.softplus(-score) + lam * (xp - x0t).abs().sum()  # BCE(sigmoid(s), 1)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        with torch.no_grad():
-            xp.clamp_(lower, upper)
-        if abs(previous - loss.item()) < tol:
-            break
-        previous = loss.item()
-    return xp.detach().numpy().copy()
+        return torch.nn.functional.softplus(-score) + lam * (xp - x0t).abs().sum()  # BCE(sigmoid(s), 1)
+    return at
+
+
+#: ROAR's Adam: the AMSGrad variant, as in the authors' code.
+AMSGRAD = True
+
+
+def roar_recourse(surrogate: LinearSurrogate, x0, *, delta_max: float, lam: float, learning_rate: float = 0.01,
+                  tol: float = 1e-4, steps: int = 3000, lower=0.0, upper=1.0) -> np.ndarray:
+    """ROAR's Algorithm 1 for one cost weight `lam`: alternate the worst shift (:func:`worst_shift`) and an
+    Adam step on :func:`roar_loss` (x' kept in [lower, upper]; :func:`~.gradient.descend`) until the loss
+    moves by less than `tol` (at most `steps` steps)."""
+    return descend(roar_loss(surrogate, x0, delta_max=delta_max, lam=lam), x0, lower=lower, upper=upper,
+                   learning_rate=learning_rate, steps=steps, tol=tol, amsgrad=AMSGRAD)
 
 
 def roar(model, x0, X_train, *, delta_max: float, lambdas=LAMBDAS, n_samples: int = 5000, random_state=0,
-         lr: float = 0.01, tol: float = 1e-4, max_steps: int = 3000) -> RoarResult:
+         learning_rate: float = 0.01, tol: float = 1e-4, steps: int = 3000) -> RoarResult:
     """ROAR with a LIME surrogate: the recourse of the first cost weight in `lambdas` (largest first)
-    that `model` classifies as 1 (module docstring)."""
+    that `model` classifies as 1 (module docstring; the rounds of :func:`~.gradient.multiplier_rounds`)."""
     start = time.perf_counter()
     x0 = np.asarray(x0, float).ravel()
     surrogate = lime_surrogate(model, x0, X_train, n_samples=n_samples, random_state=random_state)
-    xp, lam = None, None
-    for lam in lambdas:
-        xp = roar_recourse(surrogate, x0, delta_max=delta_max, lam=lam, lr=lr, tol=tol, max_steps=max_steps)
-        if model_predict(model, xp[None])[0] == 1:
-            return RoarResult(xp, "valid", time.perf_counter() - start, GRADIENT_SOLVER, lam=lam, surrogate=surrogate,
-                              robust_score=robust_score(surrogate, xp, delta_max))
-    return RoarResult(xp, "not_valid", time.perf_counter() - start, GRADIENT_SOLVER, lam=lam, surrogate=surrogate,
+    found = multiplier_rounds(lambda lam: roar_loss(surrogate, x0, delta_max=delta_max, lam=lam),
+                              lambda xp: model_predict(model, xp[None])[0] == 1, x0, lambdas,
+                              learning_rate=learning_rate, steps=steps, tol=tol, amsgrad=AMSGRAD)
+    xp = found.x
+    return RoarResult(xp, "valid" if found.accepted else "not_valid", time.perf_counter() - start, GRADIENT_SOLVER,
+                      lam=found.lam, surrogate=surrogate,
                       robust_score=None if xp is None else robust_score(surrogate, xp, delta_max))
 
 
-__all__ = ["LAMBDAS", "LinearSurrogate", "RoarResult", "lime_surrogate", "roar", "roar_recourse", "robust_score",
-           "worst_shift"]
+__all__ = ["GRADIENT_SOLVER", "LAMBDAS", "LinearSurrogate", "RoarResult", "lime_surrogate", "roar", "roar_loss",
+           "roar_recourse", "robust_score", "worst_shift"]

@@ -23,9 +23,7 @@ one threat. This module measures a given ``x`` against each of them, whatever me
   prove is enough for validity with probability ``1 - alpha`` under retraining
   (:func:`~explainopt.counterfactuals.ensembles.robustness_threshold`).
 
-And the costs every counterfactual pays: :func:`l1_distance` (normalised, as PROPLACE reports it),
-:func:`sparsity` (features changed) and plausibility by the local outlier factor
-(:class:`~explainopt.counterfactuals.proplace.LofScorer`).
+The costs every counterfactual pays (distance, sparsity, plausibility) are :mod:`.costs`.
 """
 
 from __future__ import annotations
@@ -38,11 +36,10 @@ import numpy as np
 from .. import solvers
 from ..encoders import interval_lower, model_predict
 from .ensembles import ValidityEstimate, binomial_interval, robustness_threshold
-from .proplace import LofScorer, l1_distance, worst_case_model
+from .proplace import worst_case_model
 from .regions import NORMS, adversarial_problem, certified_radius
 
-__all__ = ["DeltaRadius", "LofScorer", "input_radius", "l1_distance", "largest_delta", "retrained_validity",
-           "score_margin", "sparsity"]
+__all__ = ["DeltaRadius", "input_radius", "largest_delta", "retrained_validity", "score_margin"]
 
 #: Tolerance of the bisections (absolute, on the radius or on Delta).
 TOLERANCE = 1e-4
@@ -179,11 +176,3 @@ def score_margin(forest, x, *, alpha: float, target: int = 1) -> float:
     x = _point(x)
     score = float(forest.predict_proba(x[None])[0, list(forest.classes_).index(target)])
     return score - robustness_threshold(n_estimators, alpha)
-
-
-# --------------------------------------------------------------------------- costs
-
-def sparsity(x, x0, *, tol: float = 1e-4) -> int:
-    """Number of features that the counterfactual `x` changes by more than `tol` from the factual `x0`."""
-    return int((np.abs(_point(x) - _point(x0)) > tol).sum())
-

@@ -6,11 +6,11 @@ from .base import (FAMILIES, Encoding, as_bounds, encode, model_family, model_ou
 # Importing the family modules registers their encoders.
 from . import linear, networks, trees  # noqa: E402,F401
 from .linear import linear_weights  # noqa: E402
-from .networks import IntervalNetwork, delta_robust, interval_lower, network_layers  # noqa: E402
+from .networks import IntervalNetwork, delta_robust, interval_lower, network_layers, torch_network  # noqa: E402
 from .trees import Tree, TreeEnsemble, gradient_boosting_offset, snap_to_chosen_leaves, tree_ensemble  # noqa: E402
 
 __all__ = [
     "FAMILIES", "Encoding", "IntervalNetwork", "Tree", "TreeEnsemble", "as_bounds", "encode", "gradient_boosting_offset",
     "linear_weights", "model_family", "model_output", "model_predict", "network_layers", "register",
-    "snap_to_chosen_leaves", "supported_models", "tree_ensemble", "delta_robust", "interval_lower",
+    "snap_to_chosen_leaves", "supported_models", "torch_network", "tree_ensemble", "delta_robust", "interval_lower",
 ]

@@ -91,6 +91,25 @@ def network_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
     raise TypeError(f"cannot read layers from a {type(model).__name__}")
 
 
+def torch_network(model) -> "nn.Sequential":
+    """The torch ``nn.Sequential`` (float64, eval mode, parameters frozen) computing the logit of class 1
+    of `model`: any network :func:`network_layers` reads, or its layers ``[(W, b), ...]`` themselves
+    (linear layers with a ReLU between them). The one way the library turns layers into a torch network
+    (the gradient methods differentiate through it; the chapters rebuild stored networks with it)."""
+    layers = network_layers(model)
+    modules = []
+    for W, b in layers:
+        linear = nn.Linear(W.shape[1], W.shape[0]).double()
+        with torch.no_grad():
+            linear.weight.copy_(torch.as_tensor(W))
+            linear.bias.copy_(torch.as_tensor(b))
+        modules += [linear, nn.ReLU()]
+    net = nn.Sequential(*modules[:-1]).eval()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    return net
+
+
 def forward(layers, X, *, preactivations: bool = False):
     """Evaluate the network at the rows of `X`: the logit (and optionally every layer's pre-activation)."""
     h = np.asarray(X, dtype=float)

@@ -1,0 +1,116 @@
+"""The gradient-recourse core and the three methods that run on it (Wachter and the ROAR-style baseline,
+ROAR, adversarial recourse)."""
+
+import inspect
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_moons
+from sklearn.neural_network import MLPClassifier
+
+from explainopt.counterfactuals import adversarial_recourse as A
+from explainopt.counterfactuals import baselines as B
+from explainopt.counterfactuals import gradient as G
+from explainopt.counterfactuals import roar as R
+from explainopt.encoders import network_layers, torch_network
+
+#: The parameter names of the core, and the names the methods used before they shared it.
+SHARED = {"learning_rate", "steps"}
+MULTIPLIER = {"lam", "lam_growth", "rounds"}
+RETIRED = {"lr", "lam0", "max_steps", "outer_steps", "max_lam_rounds"}
+
+
+@pytest.fixture(scope="module")
+def moons():
+    X, y = make_moons(200, noise=0.2, random_state=0)
+    X = (X - X.min(0)) / (X.max(0) - X.min(0))
+    mlp = MLPClassifier((8,), max_iter=2000, random_state=0).fit(X, y)
+    net = torch_network(mlp)
+    x0 = X[mlp.predict(X) == 0][0]
+    return X, mlp, net, x0
+
+
+def test_descend_keeps_x_in_its_box_and_stops_at_tol():
+    target = torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64)
+    calls = []
+
+    def loss(x):
+        calls.append(1)
+        return ((x - target) ** 2).sum()
+
+    x = G.descend(loss, np.zeros(3), lower=0.0, upper=[1.0, 1.0, 0.25], learning_rate=0.1, steps=200)
+    assert len(calls) == 200
+    np.testing.assert_allclose(x, [1.0, 0.0, 0.25])
+    calls.clear()
+    G.descend(loss, np.zeros(3), learning_rate=0.1, steps=10_000, tol=1e-3)
+    assert 1 < len(calls) < 10_000
+
+
+def test_growing_multiplies_step_by_step():
+    assert G.growing(0.5, 2.0, 4) == [0.5, 1.0, 2.0, 4.0]
+    assert G.growing(0.1, 3.0, 0) == []
+
+
+def test_multiplier_rounds_stops_at_the_first_accepted_point():
+    seen = []
+
+    def loss(lam):
+        seen.append(lam)
+        return lambda x: ((x - lam) ** 2).sum()
+
+    found = G.multiplier_rounds(loss, lambda x: x[0] > 0.3, np.zeros(1), [0.1, 0.2, 0.4, 0.8], learning_rate=0.05,
+                                steps=300)
+    assert found.accepted and found.lam == 0.4 and found.rounds == 3 and seen == [0.1, 0.2, 0.4]
+    never = G.multiplier_rounds(loss, lambda x: False, np.zeros(1), [0.1, 0.2], steps=5)
+    assert not never.accepted and never.lam == 0.2 and never.rounds == 2 and never.x is not None
+    none = G.multiplier_rounds(loss, lambda x: True, np.zeros(1), [])
+    assert none.x is None and none.lam is None and not none.accepted
+
+
+def _methods(moons):
+    X, mlp, net, x0 = moons
+    return {
+        "wachter": (B.wachter, lambda **kw: B.wachter(net, x0, **kw)),
+        "roar_style": (B.roar_style, lambda **kw: B.roar_style(net, x0, delta=0.02, **kw)),
+        "roar": (R.roar, lambda **kw: R.roar(net, x0, X, delta_max=0.05, n_samples=500, **kw)),
+        "adversarial_recourse": (A.adversarial_recourse,
+                                 lambda **kw: A.adversarial_recourse(mlp, x0, rho=0.05, inner_steps=5, **kw)),
+    }
+
+
+def test_the_methods_share_the_parameter_names(moons):
+    for name, (method, _) in _methods(moons).items():
+        params = set(inspect.signature(method).parameters)
+        assert SHARED <= params, name
+        assert not params & RETIRED, name
+        if name != "roar":  # ROAR tries a fixed schedule of cost weights, `lambdas`
+            assert MULTIPLIER <= params, name
+    assert {"learning_rate", "steps", "tol"} <= set(inspect.signature(R.roar_recourse).parameters)
+
+
+def test_the_methods_run_on_the_core_and_name_one_solver(moons, monkeypatch):
+    assert B.GRADIENT_SOLVER is G.GRADIENT_SOLVER and R.GRADIENT_SOLVER is G.GRADIENT_SOLVER
+    descents = []
+    original = G.descend
+
+    def spy(loss, x0, **kw):
+        descents.append(kw)
+        return original(loss, x0, **kw)
+
+    monkeypatch.setattr(G, "descend", spy)
+    for name, (_, run) in _methods(moons).items():
+        descents.clear()
+        res = run(steps=7, learning_rate=0.02)
+        assert res.solver == G.GRADIENT_SOLVER, name
+        assert descents and all(d["steps"] == 7 and d["learning_rate"] == 0.02 for d in descents), name
+
+
+def test_torch_network_rebuilds_layers_and_models_alike(moons):
+    _, mlp, net, _ = moons
+    again = torch_network([[W.tolist(), b.tolist()] for W, b in network_layers(mlp)])  # as the results store has them
+    points = torch.as_tensor(np.random.default_rng(0).uniform(size=(20, 2)))
+    with torch.no_grad():
+        np.testing.assert_array_equal(again(points).numpy(), net(points).numpy())
+    assert not again.training and not any(p.requires_grad for p in again.parameters())
+    assert all(p.dtype == torch.float64 for p in again.parameters())
