@@ -474,19 +474,53 @@ def run_history(losses, incoherence=0.5, *, status="converged", optimum=1.0, n_i
             "convex_loss": optimum, "LR_incoherence": 1.0}
 
 
+FAST = [10.0, 50.0, 1.005] + [1.0] * 17                   # within 1% at iteration 2 of 19
+
+
 def test_early_convergence_is_decided_only_where_the_cap_allows():
-    fast = [10.0, 50.0, 1.005] + [1.0] * 17               # within 1% at iteration 2 of 19
-    assert CH.early_convergence(run_history(fast)) is True
-    assert CH.early_convergence(run_history(fast, incoherence=2.0)) is False          # not more coherent than LR
+    assert CH.early_convergence(run_history(FAST)) is True
+    assert CH.early_convergence(run_history(FAST, incoherence=2.0)) is False          # not more coherent than LR
     slow = [10.0] * 15 + [1.0] * 5                        # within 1% only at iteration 15 of 19
     assert CH.early_convergence(run_history(slow)) is False
     assert CH.early_convergence(run_history(slow[:8], status="time_limit")) is None   # capped before deciding
     assert CH.early_convergence(run_history([10.0, 1.0] + [1.0] * 10, status="time_limit")) is True
-    runs = [run_history(fast, n_items=n) for n in (5, 10, 20, 40)]
+    runs = [run_history(FAST, n_items=n) for n in (5, 10, 20, 40)]
     assert CH.convergence_claim(runs).verdict == REPRODUCED
     capped = CH.convergence_claim(runs[:3] + [run_history(slow[:8], status="time_limit", n_items=40)])
     assert capped.verdict == NOT_RUN and "[40]" in capped.why
     assert CH.convergence_claim([None]).verdict == NOT_RUN
+
+
+def test_a_capped_run_is_judged_against_the_papers_budget():
+    # capped after n iterations, the uncapped run makes n to 1000: within 1% by 25% of it is decided where
+    # both ends agree
+    assert CH.early_convergence(run_history([10.0] * 300, status="time_limit")) is False       # none by 250
+    assert CH.early_convergence(run_history([10.0] * 260 + [1.0], status="time_limit")) is False
+    assert CH.early_convergence(run_history([10.0] * 100 + [1.0] * 101, status="time_limit")) is None  # 10% to 50%
+    assert CH.early_convergence(run_history([10.0] * 100, status="time_limit")) is None
+    assert CH.early_convergence(run_history([10.0] * 100, status="time_limit"), budget=300) is False
+    assert CH.PAPER_MAXITER == 1000
+
+
+def test_convergence_claim_reports_a_decided_failure():
+    late = run_history([10.0] * 48 + [1.0] * 134, n_items=5)                # within 1% at iteration 48 of 181: 27%
+    assert CH.early_convergence(late) is False
+    fast = [run_history(FAST, n_items=n) for n in (10, 20)]
+    undecided = run_history([10.0] * 10, status="time_limit", n_items=40)  # capped after 9 iterations
+    failed = CH.convergence_claim([late, *fast, undecided])
+    assert failed.verdict == DIFFERS
+    assert failed.ours.startswith("5 items: within 1% at iteration 48 of 181 (27%); 10 items: within 1% at iteration "
+                                  "2 of 19 (11%)")
+    assert failed.ours.endswith("40 items: not within 1% in 9 iterations (capped)")
+    assert failed.why == ("it fails at [5] items, which decides a claim on every size; SLSQP stopped by this scale's "
+                          "time cap before deciding it at [40] items")
+    assert CH.convergence_claim([*fast, undecided]).verdict == NOT_RUN     # nothing failed yet, 40 items open
+    assert CH.convergence_claim([run_history(FAST, n_items=n) for n in (5, 10, 20, 40)]).verdict == REPRODUCED
+    capped = run_history([10.0] * 100 + [1.0] * 101, status="time_limit", n_items=40)
+    assert "40 items: within 1% at iteration 100 of 200 (capped: 10% to 50% of the uncapped run)" in \
+        CH.convergence_claim([capped]).ours
+    incoherent = CH.convergence_claim([run_history(FAST, incoherence=2.0, n_items=5)])
+    assert incoherent.verdict == DIFFERS and incoherent.ours.endswith(", not more coherent than LR there")
 
 
 def test_claims_list_every_table_and_figure_and_read_not_run_without_data():
