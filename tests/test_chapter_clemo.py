@@ -47,15 +47,48 @@ def table2(*, accuracy=(1.0, 1.15), objective=(1.0, 0.3), feasibility=(1.0, 0.01
     return frame
 
 
-def per_run(*, lr=(1.0, 10.0), clemo=(1.1, 0.1), method=CH.CONVEX, status="optimal", kinds=KINDS, loss=(None, 5.0)):
-    """Per-run frame: (accuracy, incoherence) of LR and one CLEMO fit in two resamples of each kind."""
-    out = []
-    for kind in kinds:
-        for r in (0, 1):
-            for m, (acc, inc), st, tl in ((CH.LR, lr, "converged", loss[0]), (method, clemo, status, loss[1])):
-                out.append({"kind": kind, "instance": 0, "resample": r, "method": m, "accuracy": acc,
-                            "incoherence": inc, "status": st, "total_loss": tl})
-    return pd.DataFrame(out)
+def knapsack_runs(*, accuracy=(1.0, 1.15), objective=(1.0, 0.3), feasibility=(1.0, 0.01), method=CH.CONVEX,
+                  status="optimal", loss=(None, 5.0), kinds=KINDS, instances=1, resamples=10):
+    """knapsack_frames' per-run layout: LR and one CLEMO fit in every (type, instance, resample), with the
+    (LR, CLEMO) values of each loss term."""
+    frame = pd.DataFrame([{"kind": kind, "instance": i, "resample": r, "method": m, "accuracy": accuracy[j],
+                           "objective_incoherence": objective[j], "feasibility_incoherence": feasibility[j],
+                           "status": st, "total_loss": loss[j]}
+                          for kind in kinds for i in range(instances) for r in range(resamples)
+                          for j, (m, st) in enumerate(((CH.LR, "converged"), (method, status)))])
+    return frame.assign(incoherence=frame["objective_incoherence"] + frame["feasibility_incoherence"])
+
+
+def stability_rows(*, fsi=(3.0, 3.2), std=(0.2, 0.18), nstd=(1.0, 1.1), method=CH.CONVEX, kinds=KINDS, instances=1,
+                   resamples=10):
+    """knapsack_frames' stability layout: the (LR, CLEMO) stability measures of every (type, instance)."""
+    return pd.DataFrame([{"kind": kind, "instance": i, "method": m, "resamples": resamples, "std": std[j],
+                          "normalized_std": nstd[j], "FSI": fsi[j]}
+                         for kind in kinds for i in range(instances) for j, m in enumerate((CH.LR, method))])
+
+
+MEASURES = ("fsi", "std", "nstd")
+
+
+def frames(*, method=CH.CONVEX, kinds=KINDS, instances=1, resamples=10, **values):
+    """Both frames of knapsack_frames for LR and one CLEMO fit; `values` of the loss terms and of the
+    stability measures by their keyword in knapsack_runs / stability_rows."""
+    shared = dict(method=method, kinds=kinds, instances=instances, resamples=resamples)
+    return (knapsack_runs(**shared, **{k: v for k, v in values.items() if k not in MEASURES}),
+            stability_rows(**shared, **{k: v for k, v in values.items() if k in MEASURES}))
+
+
+def per_run(*, lr=(1.0, 10.0), clemo=(1.1, 0.1), **options):
+    """(accuracy, incoherence) of LR and one CLEMO fit in every run (all of it objective incoherence)."""
+    return knapsack_runs(accuracy=(lr[0], clemo[0]), objective=(lr[1], clemo[1]), feasibility=(0.0, 0.0), **options)
+
+
+STABILITY_CLAIMS = (CH.knapsack_stability_claim, CH.knapsack_std_claim)
+
+
+def judge(claim, runs, stability=None, method=CH.CONVEX):
+    """A knapsack claim on these frames: the loss claims read the runs, the stability claims both."""
+    return claim(runs, stability, method) if claim in STABILITY_CLAIMS else claim(runs, method)
 
 
 def table3(sizes=(5, 10, 20, 40), *, slsqp_s=(0.2, 0.7, 5.0, 10.0), lr_s=0.001, dtr_s=0.05, convex_s=1.0,
@@ -94,7 +127,9 @@ def test_paper_tables_sit_beside_ours():
     assert vs.loc[("uncorrelated", CH.SLSQP), "accuracy_std (paper)"] == 157      # both fits face the paper's CLEMO
     assert vs.loc[("uncorrelated", "LR"), "feasibility_std (paper)"] == 1.51
     assert np.isnan(vs.loc[("uncorrelated", CH.CONVEX), "FSI (ours)"])
-    ratios = CH.clemo_vs_lr(t2).loc["uncorrelated"]
+    runs = pd.concat([knapsack_runs(kinds=["uncorrelated"], accuracy=(1.0, 1.2), objective=(0.4, 0.1)),
+                      knapsack_runs(kinds=["uncorrelated"], method=CH.SLSQP, objective=(0.4, 0.2))])
+    ratios = CH.clemo_vs_lr(runs).loc["uncorrelated"]
     assert ratios[f"accuracy cost ({CH.CONVEX})"] == pytest.approx(0.2)
     assert ratios[f"feasibility cut ({CH.CONVEX})"] == pytest.approx(0.99)
     assert ratios[f"objective cut ({CH.SLSQP})"] == pytest.approx(0.5)
@@ -216,41 +251,84 @@ def test_table4_at_smoke_scale_is_the_same_in_every_run(tmp_path):
 # --------------------------------------------------------------------------- claims: holds, fails, not run
 
 @pytest.mark.parametrize("claim, good, bad", [
-    (CH.knapsack_objective_claim, table2(objective=(1.0, 0.3)), table2(objective=(1.0, 0.6))),
-    (CH.knapsack_feasibility_claim, table2(feasibility=(1.0, 0.01)), table2(feasibility=(1.0, 0.1))),
-    (CH.knapsack_accuracy_claim, table2(accuracy=(1.0, 1.2)), table2(accuracy=(1.0, 1.3))),
-    (CH.knapsack_stability_claim, table2(fsi=(3.0, 3.3)), table2(fsi=(3.0, 2.0))),
-    (CH.knapsack_std_claim, table2(std=(0.2, 0.25)), table2(nstd=(1.0, 2.0))),
+    (CH.knapsack_objective_claim, dict(objective=(1.0, 0.3)), dict(objective=(1.0, 0.6))),
+    (CH.knapsack_feasibility_claim, dict(feasibility=(1.0, 0.01)), dict(feasibility=(1.0, 0.1))),
+    (CH.knapsack_accuracy_claim, dict(accuracy=(1.0, 1.2)), dict(accuracy=(1.0, 1.3))),
+    (CH.knapsack_stability_claim, dict(fsi=(3.0, 3.3)), dict(fsi=(3.0, 2.0))),
+    (CH.knapsack_std_claim, dict(std=(0.2, 0.25)), dict(nstd=(1.0, 2.0))),
 ])
 def test_knapsack_claims(claim, good, bad):
-    assert verdict(claim(good)) == REPRODUCED
-    assert verdict(claim(bad)) == DIFFERS
-    assert verdict(claim(None)) == NOT_RUN
-    assert verdict(claim(good.xs("LR", level="method", drop_level=False))) == NOT_RUN   # CLEMO did not run
-    assert verdict(claim(good.loc[list(KINDS[:3])])) == NOT_RUN                        # a type is missing
+    assert verdict(judge(claim, *frames(**good))) == REPRODUCED
+    differs = judge(claim, *frames(**bad))
+    assert differs.verdict == DIFFERS and differs.why.startswith("outside the bound: uncorrelated")
+    assert verdict(judge(claim, None, None)) == NOT_RUN
+    runs, stability = frames(**good)
+    lr_only = judge(claim, runs[runs["method"] == CH.LR], stability[stability["method"] == CH.LR])
+    assert lr_only.verdict == NOT_RUN and lr_only.ours.endswith("n/a")                   # CLEMO did not run
+    three = [frame[frame["kind"].isin(KINDS[:3])] for frame in (runs, stability)]
+    assert verdict(judge(claim, *three)) == NOT_RUN                                      # a type is missing
 
 
 @pytest.mark.parametrize("claim", [CH.knapsack_objective_claim, CH.knapsack_stability_claim, CH.knapsack_std_claim])
 def test_slsqp_claims_count_only_runs_that_followed_the_papers_protocol(claim):
-    assert verdict(claim(table2(method=CH.SLSQP), CH.SLSQP)) == REPRODUCED
-    capped = claim(table2(method=CH.SLSQP, capped=1), CH.SLSQP)
-    assert capped.verdict == NOT_RUN and "time cap" in capped.why and "0 of the 4" in capped.why
-    assert verdict(claim(table2(method=CH.SLSQP), CH.CONVEX)) == NOT_RUN               # the convex fit did not run
+    assert verdict(judge(claim, *frames(method=CH.SLSQP), method=CH.SLSQP)) == REPRODUCED
+    capped = judge(claim, *frames(method=CH.SLSQP, status="time_limit"), method=CH.SLSQP)
+    assert capped.verdict == NOT_RUN
+    assert capped.why.startswith("40 SLSQP runs were stopped by this scale's time cap") and "left out" in capped.why
+    assert verdict(judge(claim, *frames(method=CH.SLSQP))) == NOT_RUN                  # the convex fit did not run
+
+
+def test_slsqp_is_compared_with_lr_on_the_runs_both_have():
+    # SLSQP ran on instance 0 of 10, LR on all ten, with very different numbers on the other nine
+    runs, stability = frames(method=CH.SLSQP, instances=10, accuracy=(1.0, 1.1), nstd=(1.0, 1.2))
+    runs = runs[~((runs["instance"] > 0) & (runs["method"] == CH.SLSQP))].copy()
+    runs.loc[runs["instance"] > 0, "accuracy"] = 10.0
+    stability = stability[~((stability["instance"] > 0) & (stability["method"] == CH.SLSQP))].copy()
+    stability.loc[stability["instance"] > 0, "normalized_std"] = 0.1
+    accuracy = CH.knapsack_accuracy_claim(runs, CH.SLSQP)
+    assert accuracy.verdict == REPRODUCED and accuracy.ours == "+10.0% over 40 matched runs (10 per type)"
+    ratios = CH.clemo_vs_lr(runs).loc["uncorrelated"]
+    assert ratios[f"accuracy cost ({CH.SLSQP})"] == pytest.approx(0.1) and ratios[f"matched runs ({CH.SLSQP})"] == 10
+    std = CH.knapsack_std_claim(runs, stability, CH.SLSQP)
+    assert std.verdict == REPRODUCED and std.ours == "ratios 0.90 to 1.20 over 4 matched instances (1 per type)"
+    table = CH.knapsack_table(runs, stability)                 # Table 2 itself shows each method over its own runs
+    assert table.loc[("uncorrelated", CH.LR), "runs"] == 100 and table.loc[("uncorrelated", CH.SLSQP), "runs"] == 10
+    every = CH.claims(table2=table, per_run=runs, stability=stability, vrp_samples=40, vrp_solution_limit=20,
+                      vrp_chunks=2)
+    assert [c.ours for c in every if c.claim == accuracy.claim] == [accuracy.ours]
+
+
+def test_comparisons_need_the_minimum_of_matched_runs():
+    few = CH.knapsack_accuracy_claim(frames(method=CH.SLSQP, resamples=9)[0], CH.SLSQP)
+    assert few.verdict == NOT_RUN and few.ours == "+15.0% over 36 matched runs (9 per type)"
+    assert few.why == ("counted in matched runs of the sparsest type; 9 of the 10 cells this check needs have been "
+                       "computed")
+    runs, stability = frames(method=CH.SLSQP)
+    last = (runs["kind"] == KINDS[0]) & (runs["method"] == CH.SLSQP) & (runs["resample"] == 9)
+    runs.loc[last, "status"] = "time_limit"
+    capped = CH.knapsack_accuracy_claim(runs, CH.SLSQP)                      # 9 of the type's 10 runs count
+    assert capped.verdict == NOT_RUN and "(9 to 10 per type)" in capped.ours
+    std = CH.knapsack_std_claim(runs, stability, CH.SLSQP)                   # the capped run's instance does not count
+    assert std.verdict == NOT_RUN and "over 3 matched instances (0 to 1 per type)" in std.ours
+    assert verdict(CH.scatter_claim(runs, CH.SLSQP)) == NOT_RUN
+    assert verdict(CH.slsqp_optimum_claim(per_run(resamples=9))) == NOT_RUN
+    assert verdict(CH.knapsack_accuracy_claim(frames(method=CH.SLSQP)[0], CH.SLSQP)) == REPRODUCED
+    assert CH.MIN_MATCHED_RUNS == CH.PAPER["n_resamples"] == 10                 # one instance's resamples
 
 
 def test_stability_claims_need_the_papers_resamples():
-    claim = CH.knapsack_stability_claim(table2(resamples=3))
+    claim = CH.knapsack_stability_claim(*frames(resamples=3))
     assert claim.verdict == NOT_RUN and "stability over 3 resamples, the paper uses 10" in claim.why
-    assert CH.knapsack_stability_claim(table2(fsi=None)).ours == "n/a"
-    nan = table2()
-    nan.loc[("uncorrelated", "LR"), "FSI"] = np.nan
-    assert CH.knapsack_stability_claim(nan).verdict == NOT_RUN
+    assert CH.knapsack_stability_claim(frames()[0], None).ours == "n/a"
+    runs, stability = frames()
+    stability.loc[(stability["kind"] == "uncorrelated") & (stability["method"] == "LR"), "FSI"] = np.nan
+    assert CH.knapsack_stability_claim(runs, stability).verdict == NOT_RUN
 
 
 def test_knapsack_claims_state_the_papers_numbers():
-    assert CH.knapsack_accuracy_claim(table2()).paper.startswith("+10% to +12%")
-    assert CH.knapsack_stability_claim(table2()).paper == "2.26 vs 2.44, 3.34 vs 3.40, 3.23 vs 3.22, 3.38 vs 3.31"
-    assert CH.knapsack_std_claim(table2()).paper == "ratios 0.80 to 1.17"
+    assert CH.knapsack_accuracy_claim(None).paper.startswith("+10% to +12%")
+    assert CH.knapsack_stability_claim(None, None).paper == "2.26 vs 2.44, 3.34 vs 3.40, 3.23 vs 3.22, 3.38 vs 3.31"
+    assert CH.knapsack_std_claim(None, None).paper == "ratios 0.80 to 1.17"
 
 
 def test_sigma_claim_needs_ten_instances_per_type():
@@ -270,6 +348,7 @@ def test_scatter_claim_checks_every_run():
     assert verdict(CH.scatter_claim(per_run(clemo=(1.1, 20.0)))) == DIFFERS           # more incoherent than LR
     assert verdict(CH.scatter_claim(per_run(clemo=(1.9, 5.0)))) == DIFFERS            # cost 90% > cut 50%
     assert verdict(CH.scatter_claim(per_run(kinds=KINDS[:2]))) == NOT_RUN
+    assert verdict(CH.scatter_claim(None)) == NOT_RUN
     capped = CH.scatter_claim(per_run(method=CH.SLSQP, status="time_limit"), CH.SLSQP)
     assert capped.verdict == NOT_RUN and "left out" in capped.why
 
@@ -281,6 +360,7 @@ def test_slsqp_optimum_claim_compares_matching_runs():
     assert verdict(CH.slsqp_optimum_claim(far)) == DIFFERS
     capped = pd.concat([per_run(method=CH.SLSQP, status="time_limit"), per_run()])
     assert verdict(CH.slsqp_optimum_claim(capped)) == NOT_RUN
+    assert verdict(CH.slsqp_optimum_claim(None)) == NOT_RUN
 
 
 def spp_result(gap=0.0, *, flip=False):
@@ -394,19 +474,53 @@ def run_history(losses, incoherence=0.5, *, status="converged", optimum=1.0, n_i
             "convex_loss": optimum, "LR_incoherence": 1.0}
 
 
+FAST = [10.0, 50.0, 1.005] + [1.0] * 17                   # within 1% at iteration 2 of 19
+
+
 def test_early_convergence_is_decided_only_where_the_cap_allows():
-    fast = [10.0, 50.0, 1.005] + [1.0] * 17               # within 1% at iteration 2 of 19
-    assert CH.early_convergence(run_history(fast)) is True
-    assert CH.early_convergence(run_history(fast, incoherence=2.0)) is False          # not more coherent than LR
+    assert CH.early_convergence(run_history(FAST)) is True
+    assert CH.early_convergence(run_history(FAST, incoherence=2.0)) is False          # not more coherent than LR
     slow = [10.0] * 15 + [1.0] * 5                        # within 1% only at iteration 15 of 19
     assert CH.early_convergence(run_history(slow)) is False
     assert CH.early_convergence(run_history(slow[:8], status="time_limit")) is None   # capped before deciding
     assert CH.early_convergence(run_history([10.0, 1.0] + [1.0] * 10, status="time_limit")) is True
-    runs = [run_history(fast, n_items=n) for n in (5, 10, 20, 40)]
+    runs = [run_history(FAST, n_items=n) for n in (5, 10, 20, 40)]
     assert CH.convergence_claim(runs).verdict == REPRODUCED
     capped = CH.convergence_claim(runs[:3] + [run_history(slow[:8], status="time_limit", n_items=40)])
     assert capped.verdict == NOT_RUN and "[40]" in capped.why
     assert CH.convergence_claim([None]).verdict == NOT_RUN
+
+
+def test_a_capped_run_is_judged_against_the_papers_budget():
+    # capped after n iterations, the uncapped run makes n to 1000: within 1% by 25% of it is decided where
+    # both ends agree
+    assert CH.early_convergence(run_history([10.0] * 300, status="time_limit")) is False       # none by 250
+    assert CH.early_convergence(run_history([10.0] * 260 + [1.0], status="time_limit")) is False
+    assert CH.early_convergence(run_history([10.0] * 100 + [1.0] * 101, status="time_limit")) is None  # 10% to 50%
+    assert CH.early_convergence(run_history([10.0] * 100, status="time_limit")) is None
+    assert CH.early_convergence(run_history([10.0] * 100, status="time_limit"), budget=300) is False
+    assert CH.PAPER_MAXITER == 1000
+
+
+def test_convergence_claim_reports_a_decided_failure():
+    late = run_history([10.0] * 48 + [1.0] * 134, n_items=5)                # within 1% at iteration 48 of 181: 27%
+    assert CH.early_convergence(late) is False
+    fast = [run_history(FAST, n_items=n) for n in (10, 20)]
+    undecided = run_history([10.0] * 10, status="time_limit", n_items=40)  # capped after 9 iterations
+    failed = CH.convergence_claim([late, *fast, undecided])
+    assert failed.verdict == DIFFERS
+    assert failed.ours.startswith("5 items: within 1% at iteration 48 of 181 (27%); 10 items: within 1% at iteration "
+                                  "2 of 19 (11%)")
+    assert failed.ours.endswith("40 items: not within 1% in 9 iterations (capped)")
+    assert failed.why == ("it fails at [5] items, which decides a claim on every size; SLSQP stopped by this scale's "
+                          "time cap before deciding it at [40] items")
+    assert CH.convergence_claim([*fast, undecided]).verdict == NOT_RUN     # nothing failed yet, 40 items open
+    assert CH.convergence_claim([run_history(FAST, n_items=n) for n in (5, 10, 20, 40)]).verdict == REPRODUCED
+    capped = run_history([10.0] * 100 + [1.0] * 101, status="time_limit", n_items=40)
+    assert "40 items: within 1% at iteration 100 of 200 (capped: 10% to 50% of the uncapped run)" in \
+        CH.convergence_claim([capped]).ours
+    incoherent = CH.convergence_claim([run_history(FAST, incoherence=2.0, n_items=5)])
+    assert incoherent.verdict == DIFFERS and incoherent.ours.endswith(", not more coherent than LR there")
 
 
 def test_claims_list_every_table_and_figure_and_read_not_run_without_data():
@@ -474,7 +588,7 @@ def test_tables_figures_and_notes_render_a_store_without_cells():
     G = CH.grids(CH.SCALES["paper"])
     per_run, stability = CH.knapsack_frames((G["knapsack"], [None] * len(G["knapsack"])))
     table2 = CH.knapsack_table(per_run, stability)
-    vs, ratios, table3 = CH.knapsack_vs_paper(table2), CH.clemo_vs_lr(table2), CH.runtime_table([None] * 4)
+    vs, ratios, table3 = CH.knapsack_vs_paper(table2), CH.clemo_vs_lr(per_run), CH.runtime_table([None] * 4)
     assert vs.empty and "FSI (paper)" in vs.columns and ratios.empty and table3.empty
     CH.plot_knapsack_scatter(per_run)
     CH.plot_convergence([None] * 4)
