@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -65,6 +66,21 @@ def test_a_failing_cell_fails_the_run_naming_notebook_and_cell(tmp_path):
 def test_start_chapter_refuses_an_unknown_scale():
     with pytest.raises(ValueError, match="scale='huge'"):
         book.start_chapter("00", scale="huge", solver="auto", seed=0)
+
+
+def test_the_run_box_shows_the_scales_value_where_a_parameter_is_none(monkeypatch):
+    from explainopt.chapters import robust_ensembles
+
+    shown = []
+    monkeypatch.setattr(book, "display", shown.append)
+    smoke = robust_ensembles.SCALES["smoke"]
+    book.start_chapter("05", scale="smoke", solver="auto", seed=0, datasets=None, betas=[0.05], n_factuals=None)
+    box = shown.pop().data
+    assert f"| `datasets` | `None` → `{smoke['datasets']!r}` (the smoke scale's) |" in box
+    assert f"| `n_factuals` | `None` → `{smoke['factuals']!r}` (the smoke scale's) |" in box  # n_factuals: factuals
+    assert "| `betas` | `[0.05]` |" in box and "| `seed` | `0` |" in box
+    book.start_chapter("A1", scale="smoke", solver="auto", seed=0, dataset=None)  # no chapter module
+    assert "| `dataset` | `None` |" in shown.pop().data
 
 
 @pytest.mark.notebook
@@ -154,6 +170,24 @@ def test_the_exercise_index_links_every_exercise_by_level(tmp_path):
     for label in book.exercises().label:
         assert f"{{ref}}`{label}`" in page
     assert "**Derivation**" in page and "**Research**" in page
+
+
+def test_a_reference_to_an_exercise_is_not_preceded_by_the_word_exercise():
+    """{ref} to an exercise renders "Exercise 2.1": "exercise {ref}`...`" would read "exercise Exercise 2.1"."""
+    for notebook in NOTEBOOKS:
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                assert not re.search(r"\bexercises?\s+\{(num)?ref\}", cell.source, re.I), (notebook.name, cell.id)
+
+
+def test_every_directive_fence_of_the_notebooks_is_closed():
+    """An unclosed ```` after a solution's text opens an empty code block in the book."""
+    for notebook in NOTEBOOKS:
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                fences = [line.strip() for line in cell.source.splitlines() if re.fullmatch(r"\s*(`{3,}|:{3,}).*", line)]
+                closers = [f for f in fences if set(f) in ({"`"}, {":"})]  # a fence alone; an opener names something
+                assert 2 * len(closers) == len(fences), (notebook.name, cell.id)
 
 
 # ------------------------------------------------------------------ the paper scale renders from the store

@@ -236,9 +236,7 @@ def off_defaults(chapter: str, parameters: dict) -> dict:
     defaults, where None stands for the scale's setting (the chapter module's ``SCALES``). Parameters that
     do not change results (:data:`NEUTRAL`) are left out."""
     defaults = notebook_defaults(chapter)
-    scale = parameters.get("scale")
-    module = chapters.module(chapter) if chapter in chapters.MODULES else None
-    setting = getattr(module, "SCALES", {}).get(scale, {})
+    setting = scale_setting(chapter, parameters.get("scale"))
     off = {}
     for name, value in parameters.items():
         if name in NEUTRAL or (name not in defaults and name not in setting):
@@ -251,12 +249,41 @@ def off_defaults(chapter: str, parameters: dict) -> dict:
     return off
 
 
+def scale_setting(chapter: str, scale: str | None) -> dict:
+    """The chapter's settings at `scale` (its module's ``SCALES[scale]``; empty for a chapter without a
+    module, such as the appendix, or an unknown scale)."""
+    module = chapters.module(chapter) if chapter in chapters.MODULES else None
+    return dict(getattr(module, "SCALES", {}).get(scale, {}))
+
+
+def _code(value) -> str:
+    """`value`'s repr as Markdown code that a table cell can hold (a ``|`` would end the cell)."""
+    return "`" + repr(value).replace("|", "\\|") + "`"
+
+
+def value_in_effect(chapter: str, scale: str, name: str, value) -> str:
+    """A parameter's value in the "this run" box (Markdown). A None stands for the scale's setting of the
+    same name (or without its ``n_`` prefix: ``n_factuals`` -> ``factuals``) in the chapter module's
+    ``SCALES``; the box then shows that value, e.g. "`None` → `2` (the smoke scale's)"."""
+    shown = _code(value)
+    if value is not None:
+        return shown
+    setting = scale_setting(chapter, scale)
+    key = next((k for k in (name, name.removeprefix("n_")) if k in setting), None)
+    if key is None:
+        return shown
+    if setting[key] is None:
+        return f"{shown} (the {scale} scale's setting too)"
+    return f"{shown} → {_code(setting[key])} (the {scale} scale's)"
+
+
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
-    """Validate the common parameters, show the "this run" box and start the clock."""
+    """Validate the common parameters, show the "this run" box and start the clock. The box gives every
+    parameter's value in effect: where a parameter is None, the scale's setting (:func:`value_in_effect`)."""
     scale = parameters.get("scale")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
-    rows = "\n".join(f"| `{k}` | `{v!r}` |" for k, v in parameters.items())
+    rows = "\n".join(f"| `{k}` | {value_in_effect(chapter, scale, k, v)} |" for k, v in parameters.items())
     display(Markdown(f"**This run.** Parameters (change them with papermill `-p`):\n\n| parameter | value |\n|---|---|\n{rows}\n"
                      + run_it_yourself(chapter)))
     return ChapterRun(chapter, dict(parameters))
