@@ -4,6 +4,8 @@
 #   make chapter NAME=02 SCALE=paper   execute one chapter into book/chapters/
 #   make paper NAME=05 BUDGET=2h  compute missing paper-scale cells into results/paper/05, then render it
 #   make student NAME=02          a student's copy of a chapter at the smoke scale, opened in JupyterLab
+#   make student-book             the book without solutions in _build/student (executes the chapters at
+#                                 SCALE first if book/chapters holds none)
 #   make benchmarks               the on-demand benchmarks (not part of the tests);
 #                                 BENCH_ARGS="--quick" for a few minutes, see benchmarks/*.py --help
 #   make clean                    remove the build and the executed chapters (keeps .venv and .cache)
@@ -22,7 +24,7 @@ ifneq ($(wildcard $(SHARED_DATA)/MANIFEST.json),)
 export EXPLAINOPT_DATA ?= $(SHARED_DATA)
 endif
 
-.PHONY: venv book chapter paper student browser test benchmarks clean distclean
+.PHONY: venv book chapter paper student student-book browser test benchmarks clean distclean
 
 venv: $(VENV)/.installed
 
@@ -49,6 +51,11 @@ student: venv
 	@test -n "$(NAME)" || (echo "usage: make student NAME=02"; exit 2)
 	$(BIN)/python -m pip install --quiet -e ".[student]"
 	$(BIN)/python -m explainopt.book student $(NAME)
+
+student-book: venv
+	@ls book/chapters/*.ipynb >/dev/null 2>&1 || $(BIN)/python -m explainopt.book run --scale $(SCALE)
+	$(BIN)/python -m explainopt.book student-book
+	@echo "The student edition is in _build/student/_build/html/index.html"
 
 # The browser test opens the built book in headless Chromium: Debian's, installed here when missing.
 browser:

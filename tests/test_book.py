@@ -2,6 +2,8 @@
 
 import gzip
 import json
+import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -67,6 +69,21 @@ def test_start_chapter_refuses_an_unknown_scale():
         book.start_chapter("00", scale="huge", solver="auto", seed=0)
 
 
+def test_the_run_box_shows_the_scales_value_where_a_parameter_is_none(monkeypatch):
+    from explainopt.chapters import robust_ensembles
+
+    shown = []
+    monkeypatch.setattr(book, "display", shown.append)
+    smoke = robust_ensembles.SCALES["smoke"]
+    book.start_chapter("05", scale="smoke", solver="auto", seed=0, datasets=None, betas=[0.05], n_factuals=None)
+    box = shown.pop().data
+    assert f"| `datasets` | `None` → `{smoke['datasets']!r}` (the smoke scale's) |" in box
+    assert f"| `n_factuals` | `None` → `{smoke['factuals']!r}` (the smoke scale's) |" in box  # n_factuals: factuals
+    assert "| `betas` | `[0.05]` |" in box and "| `seed` | `0` |" in box
+    book.start_chapter("A1", scale="smoke", solver="auto", seed=0, dataset=None)  # no chapter module
+    assert "| `dataset` | `None` |" in shown.pop().data
+
+
 @pytest.mark.notebook
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_chapter_runs_at_smoke_scale(notebook, monkeypatch):
@@ -91,6 +108,20 @@ def test_book_builds_without_warnings_and_shows_every_chapter(smoke_html):
         assert "injected-parameters" not in page
         if notebook.stem[0].isdigit():
             assert f"<p>{notebook.stem[:2]}</p></td>" in status, f"{notebook.stem} missing from the status page"
+
+
+@pytest.mark.book
+def test_the_built_book_numbers_exercises_per_chapter_and_prints_no_leftovers(smoke_html):
+    numbers = book.chapter_numbers()
+    for notebook in NOTEBOOKS:
+        page = (smoke_html / "book" / "chapters" / f"{notebook.stem}.html").read_text(encoding="utf-8")
+        if notebook.stem in numbers:
+            assert f"Exercise {numbers[notebook.stem]}.1 (" in page, f"{notebook.stem}: not numbered in its chapter"
+        assert not re.search(r"exercise\s+<a [^>]*><span[^>]*>Exercise", page), "exercise Exercise"
+        assert not re.search(r"<pre>(<span></span>)?\s*</pre>", page), f"{notebook.stem}: an empty code box"
+        assert "dtype: " not in page and "CH.MIN_FACTUALS" not in page
+    teaching = (smoke_html / "book" / "teaching.html").read_text(encoding="utf-8")
+    assert "Exercise 2.1" in teaching and "~" in teaching
 
 
 def test_a_students_copy_is_the_chapter_at_the_smoke_scale_and_keeps_their_edits(tmp_path):
@@ -149,11 +180,133 @@ def test_every_exercise_has_a_unique_label_and_a_known_level():
     assert all(label.startswith(f"ex-{chapter[:2]}-") for label, chapter in zip(table.label, table.chapter))
 
 
-def test_the_exercise_index_links_every_exercise_by_level(tmp_path):
-    page = book.write_exercise_index(tmp_path).read_text()
-    for label in book.exercises().label:
-        assert f"{{ref}}`{label}`" in page
-    assert "**Derivation**" in page and "**Research**" in page
+def test_every_level_announced_has_exercises_and_every_exercise_above_the_easiest_has_a_hint():
+    table = book.exercises()
+    assert set(table.level) == set(book.LEVELS), "an announced level without exercises, or the reverse"
+    above = table[table.level != book.LEVELS[0]]
+    assert len(above) and above.hint.all(), f"no hint: {list(above.label[~above.hint])}"
+    teaching = (ROOT / "book" / "teaching.md").read_text(encoding="utf-8")
+    assert all(f"*{level}*" in teaching for level in book.LEVELS) and "*reading*" not in teaching
+
+
+def test_exercises_are_numbered_within_their_chapter():
+    table = book.exercises()
+    numbers = book.chapter_numbers()
+    assert numbers["01_optimizing_explanations"] == 1 and numbers["02_robust_regions"] == 2
+    for chapter, rows in table.groupby("chapter"):
+        assert list(rows.number) == [f"{numbers[chapter]}.{k}" for k in range(1, len(rows) + 1)], chapter
+    # Sphinx numbers them so: the chapters part is numbered, and figures count within a chapter
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["numfig_secnum_depth"] == 1
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    numbered = [entry["file"] for part in toc["parts"] if part.get("numbered") for entry in part["chapters"]]
+    assert {f"book/chapters/{chapter}" for chapter in table.chapter} <= set(numbered)
+
+
+def test_the_chapter_numbers_come_from_the_numbered_part_of_the_table_of_contents(tmp_path):
+    toc = tmp_path / "_toc.yml"
+    toc.write_text(yaml.safe_dump({"format": "jb-book", "root": "intro", "parts": [
+        {"caption": "A", "chapters": [{"file": "book/chapters/status"}]},
+        {"caption": "B", "numbered": 1, "chapters": [{"file": "book/chapters/02_b"}, {"file": "book/chapters/01_a"}]}]}))
+    assert book.chapter_numbers(toc) == {"02_b": 1, "01_a": 2}
+
+
+def test_a_reference_to_an_exercise_is_not_preceded_by_the_word_exercise():
+    """{ref} to an exercise renders "Exercise 2.1": "exercise {ref}`...`" would read "exercise Exercise 2.1"."""
+    for notebook in NOTEBOOKS:
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                assert not re.search(r"\bexercises?\s+\{(num)?ref\}", cell.source, re.I), (notebook.name, cell.id)
+
+
+def test_every_directive_fence_of_the_notebooks_is_closed():
+    """An unclosed ```` after a solution's text opens an empty code block in the book."""
+    for notebook in NOTEBOOKS:
+        for cell in nbformat.read(notebook, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                fences = [line.strip() for line in cell.source.splitlines() if re.fullmatch(r"\s*(`{3,}|:{3,}).*", line)]
+                closers = [f for f in fences if set(f) in ({"`"}, {":"})]  # a fence alone; an opener names something
+                assert 2 * len(closers) == len(fences), (notebook.name, cell.id)
+
+
+def test_the_exercise_index_gives_title_level_and_time_of_every_exercise_by_chapter_and_level(tmp_path):
+    table = book.exercises()
+    assert table.minutes.notna().all(), f"no *Time: ~N min*: {list(table.label[table.minutes.isna()])}"
+    page = book.write_exercise_index(tmp_path).read_text(encoding="utf-8")
+    rows = {}
+    for row in _table_rows(page):
+        label = re.search(r"<(ex-[\w-]+)>", row[1] if len(row) > 1 else "")
+        if label:
+            rows[label[1]] = row
+    for ex in table.itertuples():
+        level, shown, time = rows[ex.label]
+        assert level == ex.level and shown == f"{{numref}}`Exercise %s <{ex.label}>`: {ex.title}"
+        assert time == f"~{book.minutes_text(ex.minutes)}" and ex.minutes > 0
+    headings = [line for line in page.splitlines() if line.startswith("### ")]
+    assert headings == [f"### Chapter {n}" for n in sorted(book.chapter_numbers()[c] for c in set(table.chapter))]
+    for section in page.split("### ")[1:]:  # within a chapter, easiest level first
+        levels = [r[0] for r in _table_rows(section)]
+        assert levels == sorted(levels, key=book.LEVELS.index)
+    assert book.minutes_text(45) == "45 min" and book.minutes_text(90) == "1 h 30 min" and book.minutes_text(120) == "2 h"
+
+
+def _solution_code_cells(nb) -> set[str]:
+    """The ids of the code cells between a {solution-start} and its {solution-end}."""
+    inside, ids = False, set()
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            inside = ("{solution-start}" in cell.source or inside) and "{solution-end}" not in cell.source
+        elif inside:
+            ids.add(cell.id)
+    return ids
+
+
+@pytest.mark.parametrize("notebook", [nb for nb in NOTEBOOKS if nb.stem[0].isdigit()], ids=lambda p: p.stem)
+def test_the_students_copy_of_a_chapter_has_no_solution_but_every_exercise_and_hint(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    student = book.strip_solutions(nb)
+    markdown = "\n".join(c.source for c in student.cells if c.cell_type == "markdown")
+    assert "{solution" not in markdown
+    hidden = _solution_code_cells(nb)
+    assert hidden and {c.id for c in student.cells if c.cell_type == "code"} == \
+        {c.id for c in nb.cells if c.cell_type == "code"} - hidden
+    exercises = lambda n: [b for c in n.cells if c.cell_type == "markdown" for b in book.directive_blocks(c.source, "exercise")]
+    assert exercises(student) == exercises(nb) and len(exercises(nb)) >= 5
+    assert len(nb.cells) > len(student.cells) and "{solution" in "".join(c.source for c in nb.cells)  # a copy
+
+
+def test_a_solution_block_is_cut_out_of_a_cell_and_the_text_around_it_stays():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("## Exercises\n\n```{exercise} A title\n:label: ex-99-a\n\n*Level: research.*"
+                                              "\n\n:::{hint}\nLook.\n:::\n```\n\n```{solution} ex-99-a\n:class: dropdown\n\n"
+                                              "The answer.\n```\n\nAfter the solution."),
+                nbformat.v4.new_markdown_cell("````{solution-start} ex-99-a\n````\nAn answer"),
+                nbformat.v4.new_code_cell("print('the solution')"),
+                nbformat.v4.new_markdown_cell("````{solution-end}\n````\nOn we go.")]
+    cells = book.strip_solutions(nb).cells
+    assert [c.cell_type for c in cells] == ["markdown", "markdown"]
+    assert "{exercise} A title" in cells[0].source and "{hint}" in cells[0].source
+    assert "The answer" not in cells[0].source and cells[0].source.endswith("After the solution.")
+    assert cells[1].source == "On we go."
+
+
+def test_the_student_edition_is_the_book_without_solutions(tmp_path):
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    shutil.copy(NOTEBOOKS[0], chapters / NOTEBOOKS[0].name)
+    (chapters / "status.md").write_text("# Reproduction status\n")
+    assert book.main(["student-book", "--chapters", str(chapters), "--output", str(tmp_path / "s"), "--no-build"]) == 0
+    copy = nbformat.read(tmp_path / "s" / "book" / "chapters" / NOTEBOOKS[0].name, as_version=4)
+    assert "{solution" not in "".join(c.source for c in copy.cells) and (tmp_path / "s" / "book" / "chapters" / "status.md").exists()
+    assert "student edition" in (tmp_path / "s" / "book" / "intro.md").read_text(encoding="utf-8")
+    assert "(student edition)" in yaml.safe_load((tmp_path / "s" / "_config.yml").read_text())["title"]
+    assert (tmp_path / "s" / "_toc.yml").read_text() == (ROOT / "_toc.yml").read_text()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert book.main(["student-book", "--chapters", str(empty), "--output", str(tmp_path / "t"), "--no-build"]) == 1
+    makefile = (ROOT / "Makefile").read_text()
+    assert "\nstudent-book:" in makefile and "explainopt.book student-book" in makefile
+    assert "make student-book" in (ROOT / "README.md").read_text() and "make student-book" in (ROOT / "book" / "teaching.md").read_text()
 
 
 # ------------------------------------------------------------------ the paper scale renders from the store

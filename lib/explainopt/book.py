@@ -8,6 +8,7 @@ Command line::
     python -m explainopt.book revalidate [--only 04 06] [--fraction 0.05] [--jobs 2]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
+    python -m explainopt.book student-book [--chapters book/chapters] [--output _build/student] [--no-build]
 
 ``run`` executes ``notebooks/NN_*.ipynb`` into ``book/chapters/`` (a failing cell fails the command,
 naming the notebook and the cell), hides the papermill-injected parameters cell in the rendered book,
@@ -18,7 +19,8 @@ computes, in parallel and most informative first, the chapter's grid cells that 
 again, on any machine, to go on; ``merge`` folds in the cells that another machine's copy of the store
 holds and this one lacks, so several machines can fill one chapter side by side. At the paper scale a
 chapter renders from the store and computes no cell itself. ``build`` runs ``jupyter-book build`` with
-execution off.
+execution off. ``student-book`` builds the student edition, the executed chapters without their solutions,
+into ``_build/student``.
 
 Inside a notebook, :func:`start_chapter` shows the "this run" box, :func:`verdict_summary` the box of the
 chapter's committed verdicts at both scales, :meth:`ChapterRun.grid` runs a grid of the chapter through
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import copy
 import json
 import os
 import re
@@ -236,9 +239,7 @@ def off_defaults(chapter: str, parameters: dict) -> dict:
     defaults, where None stands for the scale's setting (the chapter module's ``SCALES``). Parameters that
     do not change results (:data:`NEUTRAL`) are left out."""
     defaults = notebook_defaults(chapter)
-    scale = parameters.get("scale")
-    module = chapters.module(chapter) if chapter in chapters.MODULES else None
-    setting = getattr(module, "SCALES", {}).get(scale, {})
+    setting = scale_setting(chapter, parameters.get("scale"))
     off = {}
     for name, value in parameters.items():
         if name in NEUTRAL or (name not in defaults and name not in setting):
@@ -251,12 +252,41 @@ def off_defaults(chapter: str, parameters: dict) -> dict:
     return off
 
 
+def scale_setting(chapter: str, scale: str | None) -> dict:
+    """The chapter's settings at `scale` (its module's ``SCALES[scale]``; empty for a chapter without a
+    module, such as the appendix, or an unknown scale)."""
+    module = chapters.module(chapter) if chapter in chapters.MODULES else None
+    return dict(getattr(module, "SCALES", {}).get(scale, {}))
+
+
+def _code(value) -> str:
+    """`value`'s repr as Markdown code that a table cell can hold (a ``|`` would end the cell)."""
+    return "`" + repr(value).replace("|", "\\|") + "`"
+
+
+def value_in_effect(chapter: str, scale: str, name: str, value) -> str:
+    """A parameter's value in the "this run" box (Markdown). A None stands for the scale's setting of the
+    same name (or without its ``n_`` prefix: ``n_factuals`` -> ``factuals``) in the chapter module's
+    ``SCALES``; the box then shows that value, e.g. "`None` → `2` (the smoke scale's)"."""
+    shown = _code(value)
+    if value is not None:
+        return shown
+    setting = scale_setting(chapter, scale)
+    key = next((k for k in (name, name.removeprefix("n_")) if k in setting), None)
+    if key is None:
+        return shown
+    if setting[key] is None:
+        return f"{shown} (the {scale} scale's setting too)"
+    return f"{shown} → {_code(setting[key])} (the {scale} scale's)"
+
+
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
-    """Validate the common parameters, show the "this run" box and start the clock."""
+    """Validate the common parameters, show the "this run" box and start the clock. The box gives every
+    parameter's value in effect: where a parameter is None, the scale's setting (:func:`value_in_effect`)."""
     scale = parameters.get("scale")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
-    rows = "\n".join(f"| `{k}` | `{v!r}` |" for k, v in parameters.items())
+    rows = "\n".join(f"| `{k}` | {value_in_effect(chapter, scale, k, v)} |" for k, v in parameters.items())
     display(Markdown(f"**This run.** Parameters (change them with papermill `-p`):\n\n| parameter | value |\n|---|---|\n{rows}\n"
                      + run_it_yourself(chapter)))
     return ChapterRun(chapter, dict(parameters))
@@ -400,36 +430,119 @@ def write_status_page(output_dir: Path) -> Path:
     return page
 
 
-EXERCISE = re.compile(r"```\{exercise\}\s*(?P<title>[^\n]*)\n:label:\s*(?P<label>\S+)\s*\n(?:(?!```).)*?"
-                      r"\*Level:\s*(?P<level>[^.*]+)", re.S)
-LEVELS = ("reading", "predict-then-run", "derivation", "implementation", "research")
+#: The exercises' levels, easiest first: every exercise names one in its ``*Level: ...*`` line.
+LEVELS = ("predict-then-run", "derivation", "implementation", "research")
+#: A MyST directive's opening fence (backticks or colons, three or more) and its name.
+FENCE = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<argument>[^\n]*)$")
+
+
+def _closing_fence(lines: list[str], start: int, fence: str) -> int:
+    """The index of the line that closes the directive opened by `fence` at `start` (len(lines) if none)."""
+    end = start + 1
+    while end < len(lines) and not (lines[end].strip().startswith(fence) and set(lines[end].strip()) == {fence[0]}):
+        end += 1
+    return end
+
+
+def directive_blocks(source: str, name: str) -> list[dict]:
+    """The ``{name}`` directives of a MyST text, in order: ``argument`` (the title), ``options`` (the
+    ``:key: value`` lines that open the block) and ``body``; nested directives stay in the body."""
+    lines, blocks, i = source.splitlines(), [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        end = _closing_fence(lines, i, m["fence"])
+        if m["name"] == name:
+            body, options = lines[i + 1:end], {}
+            while body and re.match(r"^:[\w-]+:", body[0]):
+                key, _, value = body.pop(0)[1:].partition(":")
+                options[key] = value.strip()
+            blocks.append({"argument": m["argument"].strip(), "options": options, "body": "\n".join(body)})
+        i = end + 1
+    return blocks
+
+
+def chapter_numbers(toc: Path | None = None) -> dict[str, int]:
+    """The number Sphinx gives each page of a ``numbered`` part of ``_toc.yml`` (the chapters: 1, 2, ...),
+    by the page's name (``01_optimizing_explanations``). Exercises are numbered within their chapter from
+    it (``numfig_secnum_depth: 1`` in ``_config.yml``): Exercise 2.1 is chapter 2's first."""
+    parts = yaml.safe_load((toc or ROOT / "_toc.yml").read_text()).get("parts", [])
+    numbers = {}
+    for part in (p for p in parts if p.get("numbered")):
+        for k, entry in enumerate(part.get("chapters", []), start=1):
+            numbers[Path(entry["file"]).name] = k
+    return numbers
 
 
 def exercises(notebooks: list[Path] | None = None) -> pd.DataFrame:
-    """Every exercise of the chapters (read from the notebooks' Markdown cells): chapter, label, title and
-    level (the ``*Level: ...*`` line each exercise starts with, one of :data:`LEVELS`)."""
-    rows = []
+    """Every exercise of the chapters, read from the notebooks' Markdown cells, in the book's order: chapter,
+    number (as the book shows it: ``"2.1"``, numbered within the chapter, :func:`chapter_numbers`), label,
+    title, level (the ``*Level: ...*`` line each exercise starts with, one of :data:`LEVELS`), minutes (its
+    ``*Time: ~N min*``, a student's time once the chapter is read; None where missing) and whether it has a
+    ``{hint}`` block."""
+    numbers, rows, unnumbered = chapter_numbers(), [], 0
     for notebook in notebooks or chapter_notebooks():
         cells = nbformat.read(notebook, as_version=4).cells
-        for cell in (c for c in cells if c.cell_type == "markdown"):
-            for m in EXERCISE.finditer(cell.source):
-                rows.append({"chapter": notebook.stem, "label": m["label"], "title": m["title"].strip(),
-                             "level": m["level"].strip().lower()})
-    return pd.DataFrame(rows, columns=["chapter", "label", "title", "level"])
+        found = [block for cell in cells if cell.cell_type == "markdown"
+                 for block in directive_blocks(cell.source, "exercise")]
+        for k, block in enumerate(found, start=1):
+            level = re.search(r"\*Level:\s*(?P<level>[^.*]+)", block["body"])
+            minutes = re.search(r"\*Time:\s*~?\s*(?P<minutes>\d+)\s*min", block["body"])
+            hint = bool(directive_blocks(block["body"], "hint"))
+            if notebook.stem in numbers:
+                number = f"{numbers[notebook.stem]}.{k}"
+            else:  # a page outside the numbered part: Sphinx counts its exercises across the book
+                unnumbered += 1
+                number = str(unnumbered)
+            rows.append({"chapter": notebook.stem, "number": number, "label": block["options"].get("label"),
+                         "title": block["argument"], "level": level["level"].strip().lower() if level else None,
+                         "minutes": int(minutes["minutes"]) if minutes else None, "hint": hint})
+    return pd.DataFrame(rows, columns=["chapter", "number", "label", "title", "level", "minutes", "hint"])
+
+
+def minutes_text(minutes) -> str:
+    """``"45 min"``, ``"1 h 30 min"``, ``"2 h"``; ``"—"`` when not given."""
+    if minutes is None or pd.isna(minutes):
+        return "—"
+    hours, rest = divmod(int(minutes), 60)
+    return " ".join([f"{hours} h"] * bool(hours) + [f"{rest} min"] * bool(rest or not hours))
+
+
+def _level_order(levels) -> list[str]:
+    return [lv for lv in LEVELS if lv in set(levels)] + sorted(set(levels) - set(LEVELS) - {None})
 
 
 def write_exercise_index(output_dir: Path) -> Path:
-    """``exercises_by_level.md`` (included by the teaching page): the chapters' exercises grouped by level,
-    each a link to the exercise, generated from the notebooks."""
+    """``exercise_index.md`` (included by the teaching page), generated from the notebooks: the exercises'
+    counts and times by level, then each chapter's exercises grouped by level, easiest first, with number
+    (a link), title, level and time estimate."""
     table = exercises()
-    lines = []
-    for level in [lv for lv in LEVELS if lv in set(table.level)] + sorted(set(table.level) - set(LEVELS)):
-        lines.append(f"**{level.capitalize()}**\n")
-        for row in table[table.level == level].itertuples():
-            lines.append(f"- {{ref}}`{row.label}` (chapter {row.chapter[:2].lstrip('0') or row.chapter[:2]})")
-        lines.append("")
-    page = output_dir / "exercises_by_level.md"
-    page.write_text("\n".join(lines) or "_No exercise yet._\n")
+    page = output_dir / "exercise_index.md"
+    if table.empty:
+        page.write_text("_No exercise yet._\n", encoding="utf-8")
+        return page
+    levels = _level_order(table.level)
+    lines = [f"{len(table)} exercises in {table.chapter.nunique()} chapters, about "
+             f"{minutes_text(table.minutes.sum())} of work in all. Times are estimates for a student who has read "
+             "the chapter.\n", "| level | exercises | time |", "|---|---|---|"]
+    for level in levels:
+        rows = table[table.level == level]
+        lines.append(f"| {level} | {len(rows)} | {minutes_text(rows.minutes.sum())} |")
+    numbers = chapter_numbers()
+    for chapter, rows in table.groupby("chapter", sort=False):
+        name = f"Chapter {numbers[chapter]}" if chapter in numbers else f"Appendix {chapter[:2]}"
+        lines += ["", f"### {name}", "",
+                  f"{{doc}}`/book/chapters/{chapter}`: {len(rows)} exercises, about "
+                  f"{minutes_text(rows.minutes.sum())}.", "",
+                  "| level | exercise | time |", "|---|---|---|"]
+        for level in _level_order(rows.level):
+            for row in rows[rows.level == level].itertuples():
+                title, time_ = row.title.replace("|", "\\|"), minutes_text(row.minutes)
+                lines.append(f"| {level} | {{numref}}`Exercise %s <{row.label}>`: {title} | "
+                             f"{'~' * (time_ != '—')}{time_} |")
+    page.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return page
 
 
@@ -515,6 +628,86 @@ def prepare_student_copy(chapter: str, folder: Path | None = None, scale: str = 
         papermill.execute_notebook(str(notebook), str(target), parameters={"scale": scale}, prepare_only=True,
                                    kernel_name="python3")
     return target
+
+
+# --------------------------------------------------------------------------- the student edition
+
+#: The sphinx-exercise directives that hold a solution: a block, or everything between a start and an end.
+SOLUTION_DIRECTIVES = ("solution", "solution-start", "solution-end")
+STUDENT_NOTE = ("```{note}\nThis is the **student edition** of the book: every exercise keeps its level, time and "
+                "hints, and the solutions are left out. The full book shows them, folded under each exercise.\n```\n")
+
+
+def _drop_solutions(source: str, inside: bool) -> tuple[str, bool]:
+    """A Markdown text without its solution directives and what lies between a ``{solution-start}`` and its
+    ``{solution-end}``; `inside`: whether the text starts inside such a pair (it returns the state at its end)."""
+    lines, kept, i = source.splitlines(), [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if m:
+            end = _closing_fence(lines, i, m["fence"])
+            if m["name"] in SOLUTION_DIRECTIVES:
+                inside = {"solution-start": True, "solution-end": False}.get(m["name"], inside)
+            elif not inside:
+                kept += lines[i:end + 1]
+            i = end + 1
+            continue
+        if not inside:
+            kept.append(lines[i])
+        i += 1
+    return "\n".join(kept).strip("\n"), inside
+
+
+def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of a chapter notebook without its solutions: every ``{solution}`` block, and every cell,
+    Markdown or code (with its outputs), from a ``{solution-start}`` to its ``{solution-end}``. The exercises
+    and their hints stay; a Markdown cell left empty is dropped."""
+    out = copy.deepcopy(nb)
+    cells, inside = [], False
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            cell.source, inside_after = _drop_solutions(cell.source, inside)
+            if cell.source.strip():
+                cells.append(cell)
+            inside = inside_after
+        elif not inside:
+            cells.append(cell)
+    out.cells = cells
+    return out
+
+
+def student_book(chapters_dir: Path | None = None, target: Path | None = None, *, build_html: bool = True) -> Path:
+    """The student edition of the book, without solutions (``make student-book``): the executed chapters of
+    `chapters_dir` (default ``book/chapters``, as ``make book`` leaves them) and the generated pages beside
+    them, with the book's pages and configuration, copied into `target` (default ``_build/student``), the
+    solutions removed (:func:`strip_solutions`) and a note on the landing page; then built there with
+    jupyter-book. Returns the folder of the HTML (``_build/student/_build/html``)."""
+    chapters_dir = Path(chapters_dir or ROOT / "book" / "chapters")
+    target = Path(target or ROOT / "_build" / "student")
+    executed = chapter_notebooks(folder=chapters_dir)
+    if not executed:
+        raise FileNotFoundError(f"{chapters_dir}: no executed chapter; `make book` (python -m explainopt.book run) "
+                                "executes them first")
+    shutil.rmtree(target / "book", ignore_errors=True)
+    (target / "book" / "chapters").mkdir(parents=True)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    config["title"] = f"{config.get('title', 'explainopt')} (student edition)"
+    (target / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    shutil.copy(ROOT / "_toc.yml", target / "_toc.yml")
+    for page in (ROOT / "book").glob("*.*"):
+        shutil.copy(page, target / "book" / page.name)
+    for page in chapters_dir.glob("*.md"):  # status, verdict totals, exercise index
+        shutil.copy(page, target / "book" / "chapters" / page.name)
+    for notebook in executed:
+        nbformat.write(strip_solutions(nbformat.read(notebook, as_version=4)),
+                       target / "book" / "chapters" / notebook.name)
+    intro = target / "book" / "intro.md"
+    title, _, rest = intro.read_text(encoding="utf-8").partition("\n")
+    intro.write_text(f"{title}\n\n{STUDENT_NOTE}{rest}", encoding="utf-8")
+    if build_html:
+        shutil.rmtree(target / "_build", ignore_errors=True)
+        build(target)
+    return target / "_build" / "html"
 
 
 def _parse_value(text: str):
@@ -620,6 +813,10 @@ def main(argv: list[str] | None = None) -> int:
     p_student = sub.add_parser("student", help="a student's copy of a chapter at the smoke scale, opened in JupyterLab")
     p_student.add_argument("chapter", help="chapter prefix, e.g. 02")
     p_student.add_argument("--no-lab", action="store_true", help="only write student/NN_name.ipynb")
+    p_sbook = sub.add_parser("student-book", help="the book without solutions, built into _build/student")
+    p_sbook.add_argument("--chapters", type=Path, help="the executed chapters (default book/chapters)")
+    p_sbook.add_argument("--output", type=Path, help="where to build it (default _build/student)")
+    p_sbook.add_argument("--no-build", action="store_true", help="only write the sources, without the HTML")
     args = parser.parse_args(argv)
     if args.command == "run":
         try:
@@ -642,6 +839,13 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_lab:
             lab = Path(sys.executable).with_name("jupyter-lab")
             os.execv(lab, [str(lab), str(copy)])
+    elif args.command == "student-book":
+        try:
+            html = student_book(args.chapters, args.output, build_html=not args.no_build)
+        except FileNotFoundError as exc:
+            print(f"[explainopt] {exc}", file=sys.stderr)
+            return 1
+        print(f"[explainopt] the student edition: {html / 'index.html' if not args.no_build else html.parent.parent}")
     else:
         build(warnings_as_errors=args.warnings_as_errors)
     return 0
