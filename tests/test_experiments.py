@@ -126,10 +126,13 @@ def test_code_fingerprint_includes_the_module_level_helpers_a_function_calls(mon
     monkeypatch.syspath_prepend(str(tmp_path))
     import probe_fingerprint
 
+    monkeypatch.setattr(experiments, "LOADED_AT", time.time())
     before = code_fingerprint.__wrapped__(probe_fingerprint.cell)
     module.write_text(module.read_text().replace("return 0", "return 1"))
+    monkeypatch.setattr(experiments, "LOADED_AT", time.time())
     assert code_fingerprint.__wrapped__(probe_fingerprint.cell) == before  # unrelated edit
     module.write_text(module.read_text().replace("x + 1", "x + 2"))
+    monkeypatch.setattr(experiments, "LOADED_AT", time.time())
     assert code_fingerprint.__wrapped__(probe_fingerprint.cell) != before  # the helper it calls changed
 
 
@@ -332,6 +335,7 @@ def _probe_module(tmp_path, monkeypatch, body):
     monkeypatch.syspath_prepend(str(tmp_path))
     code_fingerprint.cache_clear()
     module = importlib.reload(sys.modules["probe_cells"]) if "probe_cells" in sys.modules else importlib.import_module("probe_cells")
+    monkeypatch.setattr(experiments, "LOADED_AT", time.time())  # a fresh process would load it now
     return module
 
 
@@ -464,3 +468,20 @@ def test_the_revalidation_sample_covers_every_stratum_and_at_least_five_percent(
     assert len(sample) >= 5
     strata = {(c["provenance"]["code"], c["provenance"]["config"]["dataset"]) for c in sample}
     assert strata == {("old", "a"), ("old", "b"), ("older", "a"), ("older", "b")}
+
+
+def test_a_fingerprint_of_code_edited_after_the_process_loaded_it_is_refused(tmp_path, monkeypatch):
+    module = _probe_module(tmp_path, monkeypatch, PROBE)
+    monkeypatch.setattr(experiments, "LOADED_AT", time.time() - 60)  # loaded a minute ago, edited since
+    code_fingerprint.cache_clear()
+    with pytest.raises(experiments.CodeChanged, match="probe_cells.py changed after this process started"):
+        code_fingerprint(module.cell)
+
+
+def test_revalidate_leaves_cells_that_no_current_grid_has(tmp_path, monkeypatch):
+    _filled(tmp_path, monkeypatch, n=10)
+    module = _probe_module(tmp_path, monkeypatch, PROBE.replace("x * 2", "x + x"))
+    store = ResultStore(tmp_path / "store")
+    report = experiments.revalidate(store, module.cell, configs=[{"x": x} for x in range(4)])
+    assert report["stale"] == 4 and report["sampled"] + report["restamped"] == 4
+    assert len(store.cells(module.cell)) == 4  # the 6 orphans stay stale

@@ -763,24 +763,32 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
 
 
 def revalidate(chapters_: list[str] | None = None, scale: str = "paper", **options) -> list[dict]:
-    """:func:`~explainopt.experiments.revalidate` every cell function of the chapters' stores (default all)."""
+    """:func:`~explainopt.experiments.revalidate` the cells of the chapters' current grids (default: every
+    chapter with a store), function by function, grids read again after each (a grid may depend on an
+    earlier one's cells)."""
     reports = []
     for folder in sorted(p for p in (RESULTS / scale).iterdir() if p.is_dir()):
         if chapters_ and folder.name not in chapters_:
             continue
-        store = ResultStore(folder)
+        store, module = ResultStore(folder), chapters.module(folder.name)
+        settings = chapters.settings(module.SCALES, scale)
         for func in store.functions():
-            report = experiments.revalidate(store, func, **options)
+            configs = [c for grid in module.grids(settings).values() if grid.func is func for c in grid.configs]
+            report = experiments.revalidate(store, func, configs=configs, **options)
             reports.append({"chapter": folder.name, **report})
-            verdict = ("nothing stale" if not report["stale"] else
-                       f"{len(report['differs'])} of {report['sampled']} sampled cells differ, nothing re-stamped: "
-                       + "; ".join(f"{k[:8]} {d[0]}" for k, d in list(report["differs"].items())[:5])
-                       if report["differs"] else
-                       f"{report['sampled'] - len(report['inconclusive'])} sampled cells reproduce"
-                       + (f" ({len(report['inconclusive'])} more decided by a limit)" if report["inconclusive"] else "")
-                       + f"; {report['restamped']} re-stamped")
-            print(f"[explainopt] {folder.name} {func.__name__}: {report['stale']} stale, {verdict}", flush=True)
+            print(f"[explainopt] {folder.name} {func.__name__}: {_revalidation_text(report)}", flush=True)
     return reports
+
+
+def _revalidation_text(report: dict) -> str:
+    if not report["stale"]:
+        return "nothing stale"
+    if report["differs"]:
+        return (f"{report['stale']} stale, {len(report['differs'])} of {report['sampled']} sampled cells differ, "
+                "nothing re-stamped: " + "; ".join(f"{k[:8]} {d[0]}" for k, d in list(report["differs"].items())[:5]))
+    limited = f" ({len(report['inconclusive'])} more decided by a limit)" if report["inconclusive"] else ""
+    return (f"{report['stale']} stale, {report['sampled'] - len(report['inconclusive'])} sampled cells reproduce"
+            f"{limited}; {report['restamped']} re-stamped")
 
 
 def main(argv: list[str] | None = None) -> int:

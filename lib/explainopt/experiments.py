@@ -53,6 +53,8 @@ from .numerics import code_paths, cpu_model
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = __name__.split(".")[0]
+#: When this process loaded the package's code (about; a fingerprint taken later must hash that same code).
+LOADED_AT = time.time()
 VERSIONED = ("explainopt", "numpy", "scipy", "scikit-learn", "cvxpy", "highspy", "clarabel", "pyscipopt", "torch",
              "ortools", "gurobipy", "mosek")
 
@@ -243,7 +245,22 @@ def code_fingerprint(func: Callable) -> str:
             todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
     for module in sorted(modules):
         parts += _module_parts(module)
+    _check_unchanged([path, *(_module_file(m) for m in modules)])
     return hashlib.sha256("\n".join(sorted(set(parts))).encode()).hexdigest()[:16]
+
+
+class CodeChanged(RuntimeError):
+    """The code on disk changed after this process loaded it: a fingerprint would name code that did not run."""
+
+
+def _check_unchanged(paths) -> None:
+    """Raise :class:`CodeChanged` if a file was modified after this process loaded the package: a cell it
+    computes would be stamped with the fingerprint of the edited files, not of the code in memory."""
+    now = time.time()  # a file dated after now comes from a skewed clock or archive, not from an edit
+    changed = sorted(str(p) for p in paths if LOADED_AT < p.stat().st_mtime <= now)
+    if changed:
+        raise CodeChanged(f"{', '.join(changed)} changed after this process started; restart it (a new kernel, "
+                          "a new run) so that its cells are computed and stamped by the same code")
 
 
 # --------------------------------------------------------------------------- cached cells
@@ -611,18 +628,21 @@ def revalidation_sample(cells: list[dict], *, fraction: float = 0.05, minimum: i
     return [s[j] for s, q in zip(strata, quota) for j in sorted(rng.permutation(len(s))[:q])]
 
 
-def revalidate(store: "ResultStore", func: Callable, *, fraction: float = 0.05, minimum: int = 3,
-               random_state: int = 0, n_jobs: int = 1, tolerance: float = TOLERANCE) -> dict:
+def revalidate(store: "ResultStore", func: Callable, *, configs: Iterable[dict] | None = None, fraction: float = 0.05,
+               minimum: int = 3, random_state: int = 0, n_jobs: int = 1, tolerance: float = TOLERANCE) -> dict:
     """After a change of code that should not move results: compute a stratified random sample of
     `func`'s stale cells again (:func:`revalidation_sample`) and, if every one reproduces
     (:func:`differences`), re-stamp the other stale cells with the current code's fingerprint; their
     provenance keeps everything else and gains ``revalidated`` (the old fingerprint, the date, the sample's
-    keys). If any sampled cell differs, nothing is re-stamped; a sampled cell that a limit decided, before or
+    keys). `configs`: only the stale cells of these configurations (a chapter's current grids; cells of
+    configurations no grid has any more are left as they are). If any sampled cell differs, nothing is
+    re-stamped; a sampled cell that a limit decided, before or
     now (:func:`limited`), is no evidence either way (``inconclusive``). The sampled cells are stored as
     computed now either way. Returns ``{"stale", "sampled", "differs": {key: [differences]}, "inconclusive",
     "restamped"}``."""
     code = code_fingerprint(func)
-    stale = [c for c in store.all_cells(func) if c["provenance"]["code"] != code]
+    keys = None if configs is None else {config_key(func, c) for c in configs}
+    stale = [c for c in store.all_cells(func) if c["provenance"]["code"] != code and (keys is None or c["key"] in keys)]
     report = {"function": func.__name__, "stale": len(stale), "sampled": 0, "differs": {}, "inconclusive": [],
               "restamped": 0}
     if not stale:
@@ -855,6 +875,6 @@ def results_frame(configs: Iterable[dict], results: Iterable[dict]) -> pd.DataFr
 
 
 __all__ = ["Grid", "PickleCache", "ResultStore", "StoreError", "atomic_write_bytes", "cache_dir", "chapter_cache",
-           "code_fingerprint", "code_text", "compute_cell", "config_key", "differences", "grid_progress", "limited",
+           "CodeChanged", "code_fingerprint", "code_text", "compute_cell", "config_key", "differences", "grid_progress", "limited",
            "machine", "parse_duration", "read_store_file", "results_frame", "revalidate", "revalidation_sample",
            "run_grid", "stored_form", "versions"]
