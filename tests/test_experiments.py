@@ -485,3 +485,8 @@ def test_revalidate_leaves_cells_that_no_current_grid_has(tmp_path, monkeypatch)
     report = experiments.revalidate(store, module.cell, configs=[{"x": x} for x in range(4)])
     assert report["stale"] == 4 and report["sampled"] + report["restamped"] == 4
     assert len(store.cells(module.cell)) == 4  # the 6 orphans stay stale
+
+
+def test_code_text_cuts_docstrings_with_non_ascii_text_at_their_end():
+    source = 'def f(x):\n    """θ ≤ 1."""; y = 2  # note\n    return x\n'
+    assert experiments.code_text(source) == "def f(x):\n    ; y = 2\n    return x"

@@ -170,13 +170,18 @@ def code_text(source: str) -> str:
     editing documentation stales no cell. Cut from the source text itself (not an AST dump, which
     differs between Python versions)."""
     lines = source.splitlines()
+
+    def column(line: int, offset: int) -> int:  # ast counts UTF-8 bytes, tokenize and str characters
+        return len(lines[line - 1].encode()[:offset].decode(errors="ignore"))
+
     cuts = []  # (line, start column, end line, end column), 1-based lines as ast and tokenize give them
     for node in ast.walk(ast.parse(source)):
         body = getattr(node, "body", None)
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and body:
             first = body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-                cuts.append((first.lineno, first.col_offset, first.end_lineno, first.end_col_offset))
+                cuts.append((first.lineno, column(first.lineno, first.col_offset), first.end_lineno,
+                             column(first.end_lineno, first.end_col_offset)))
     with contextlib.suppress(tokenize.TokenError, IndentationError):
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:
