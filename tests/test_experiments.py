@@ -1,4 +1,5 @@
 import gzip
+import math
 import json
 import pickle
 import time
@@ -490,3 +491,10 @@ def test_revalidate_leaves_cells_that_no_current_grid_has(tmp_path, monkeypatch)
 def test_code_text_cuts_docstrings_with_non_ascii_text_at_their_end():
     source = 'def f(x):\n    """θ ≤ 1."""; y = 2  # note\n    return x\n'
     assert experiments.code_text(source) == "def f(x):\n    ; y = 2\n    return x"
+
+
+@pytest.mark.parametrize("n, strata", [(148, 4), (148, 7), (40, 3), (7, 3), (1000, 9)])
+def test_the_revalidation_sample_is_never_below_its_share(n, strata):
+    cells = [{"key": str(i), "provenance": {"code": f"c{i % strata}", "config": {}}} for i in range(n)]
+    sample = experiments.revalidation_sample(cells)
+    assert len(sample) >= min(n, max(3, math.ceil(0.05 * n))) and len({c["key"] for c in sample}) == len(sample)

@@ -629,7 +629,11 @@ def revalidation_sample(cells: list[dict], *, fraction: float = 0.05, minimum: i
     least `minimum` (all, if fewer), at least one per stratum, the rest in proportion to the strata."""
     size = min(len(cells), max(minimum, math.ceil(fraction * len(cells))))
     rng, strata = np.random.default_rng(random_state), list(_strata(cells).values())
-    quota = [max(1, round(size * len(s) / len(cells))) for s in strata]
+    quota = [max(1, size * len(s) // len(cells)) for s in strata]
+    for i in sorted(range(len(strata)), key=lambda i: len(strata[i]) - quota[i], reverse=True):
+        if sum(quota) >= size:
+            break
+        quota[i] += 1  # the shortfall of rounding down, to the strata with the most cells left
     return [s[j] for s, q in zip(strata, quota) for j in sorted(rng.permutation(len(s))[:q])]
 
 
