@@ -37,9 +37,9 @@ PATHS = {
 }
 WORKER = """
 import json, sys, time
-import numpy as np
-from explainopt import experiments
+from explainopt import experiments  # first: it pins the code paths before NumPy loads its BLAS
 from explainopt.numerics import code_paths
+import numpy as np
 
 def deviation(a, b):
     if isinstance(a, dict):

@@ -15,6 +15,10 @@ if "EXPLAINOPT_DATA" not in os.environ and SHARED_DATA.is_dir():
     os.environ["EXPLAINOPT_DATA"] = str(SHARED_DATA)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("filterwarnings", "ignore::sklearn.exceptions.ConvergenceWarning")
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

@@ -535,3 +535,13 @@ def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypat
     text, table = shown
     assert "1 of the claims" in text.data and "2026-11-23" in text.data
     assert table.to_dict("records")[0]["paper: why"] == "more cells" and table.iloc[0]["book: verdict"] == "differs"
+
+
+def test_the_run_box_warns_when_numpy_runs_unpinned_blas_kernels(monkeypatch):
+    monkeypatch.setattr(book, "code_paths", lambda: {"pinned": True, "blas": ["openblas Haswell", "openblas Prescott"]})
+    assert "openblas Haswell kernels, not the pinned ones" in book.unpinned_warning()
+    monkeypatch.setattr(book, "code_paths", lambda: {"pinned": True, "blas": ["openblas Katmai", "openblas Prescott"]})
+    assert book.unpinned_warning() == ""
+    from explainopt.numerics import code_paths  # this test process: conftest imported explainopt first
+
+    assert not [b for b in code_paths()["blas"] if b.startswith("openblas") and b not in book.PINNED_BLAS]

@@ -54,6 +54,7 @@ import yaml
 from IPython.display import Markdown, display
 
 from . import chapters, experiments, reporting
+from .numerics import code_paths
 from .experiments import (ROOT, Grid, ResultStore, StoreError, chapter_cache, grid_progress, machine, parse_duration,
                           read_store_file, resolve_function, run_grid, versions)
 
@@ -288,8 +289,25 @@ def start_chapter(chapter: str, **parameters) -> ChapterRun:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
     rows = "\n".join(f"| `{k}` | {value_in_effect(chapter, scale, k, v)} |" for k, v in parameters.items())
     display(Markdown(f"**This run.** Parameters (change them with papermill `-p`):\n\n| parameter | value |\n|---|---|\n{rows}\n"
-                     + run_it_yourself(chapter)))
+                     + run_it_yourself(chapter) + unpinned_warning()))
     return ChapterRun(chapter, dict(parameters))
+
+
+#: What threadpoolctl reports for OpenBLAS's pinned SSE3 kernels (NumPy's OpenBLAS 0.3.31 calls them Katmai).
+PINNED_BLAS = frozenset({"openblas Prescott", "openblas Katmai"})
+
+
+def unpinned_warning() -> str:
+    """A warning (Markdown) when an OpenBLAS in this process runs other kernels than the pinned ones
+    (:mod:`explainopt.numerics`): NumPy or SciPy was imported before explainopt, so numbers can differ from
+    the store's in their last digits, and iteration counts by more."""
+    paths = code_paths()
+    unpinned = sorted(b for b in paths["blas"] if b.startswith("openblas") and b not in PINNED_BLAS)
+    if not paths["pinned"] or not unpinned:
+        return ""
+    return (f"\n**Warning:** this process runs {', '.join(unpinned)} kernels, not the pinned ones: NumPy or SciPy "
+            "was imported before `explainopt`. Restart the kernel and import `explainopt` first (or run the chapter "
+            "with `python -m explainopt.book run`), so that its numbers are those of the store on any machine.\n")
 
 
 def repository() -> tuple[str, str]:
