@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import platform
 import re
 import shutil
 from pathlib import Path
@@ -545,3 +546,11 @@ def test_the_run_box_warns_when_numpy_runs_unpinned_blas_kernels(monkeypatch):
     from explainopt.numerics import code_paths  # this test process: conftest imported explainopt first
 
     assert not [b for b in code_paths()["blas"] if b.startswith("openblas") and b not in book.PINNED_BLAS]
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="NumPy's x86-64 loops only")
+def test_numpy_runs_its_baseline_loops_on_every_x86_cpu():
+    """NumPy's AVX2 and AVX-512 loops (SVML's exp/log on AVX-512) round otherwise than its baseline ones."""
+    from explainopt.numerics import code_paths  # this test process: conftest imported explainopt first
+
+    assert code_paths()["numpy_simd"] == "X86_V2"

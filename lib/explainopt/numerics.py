@@ -1,8 +1,9 @@
 """The numerical code paths a result depends on: pinned, so that a cell gives the same numbers on any
 x86-64 CPU, and recorded in every stored cell's provenance.
 
-BLAS libraries and torch choose their kernels by the CPU they find (SSE, AVX2, AVX-512), and kernels of
-other vector widths sum in another order. The round-off that follows is small, but an iterative method
+BLAS libraries, NumPy's own loops and torch choose their kernels by the CPU they find (SSE, AVX2,
+AVX-512), and kernels of other vector widths sum in another order or use other approximations (NumPy's
+AVX-512 ``exp``/``log``/``sin`` come from Intel's SVML). The round-off that follows is small, but an iterative method
 can carry it across a threshold: measured on this project's store, a chapter-2 gradient baseline moves
 by 2.5e-5 between OpenBLAS's Haswell and Prescott kernels (a machine-independent 1e-15 when both use
 Prescott). :func:`pin_code_paths`, called when :mod:`explainopt` is imported, sets the variables of
@@ -27,6 +28,8 @@ CODE_PATHS = {
     "MKL_CBWR": "COMPATIBLE",  # MKL (torch's BLAS): the same code path on every processor
     "ATEN_CPU_CAPABILITY": "default",  # torch's own kernels: the non-vectorised ones
 }
+if platform.machine().lower() in ("x86_64", "amd64"):  # NumPy's loops: its x86-64-v2 baseline only
+    CODE_PATHS["NPY_DISABLE_CPU_FEATURES"] = "X86_V3 X86_V4 AVX512_ICL AVX512_SPR"
 OPT_OUT = "EXPLAINOPT_CODE_PATHS"
 
 
