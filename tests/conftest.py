@@ -45,3 +45,20 @@ def smoke_html():
     shutil.rmtree(root / "_build", ignore_errors=True)
     book.build(root, warnings_as_errors=True)
     return root / "_build" / "html"
+
+
+@pytest.fixture
+def book_style():
+    """The book's figure style with its layout check: a figure drawn with a layout problem fails the test."""
+    import warnings
+
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from explainopt import plots
+
+    with matplotlib.rc_context(), warnings.catch_warnings():
+        plots.use_book_style()
+        warnings.simplefilter("error", plots.FigureLayoutWarning)
+        yield plots
+    plt.close("all")

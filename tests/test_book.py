@@ -93,6 +93,10 @@ def test_chapter_runs_at_smoke_scale(notebook, monkeypatch):
     nb = nbformat.read(out, as_version=4)
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
+    # every figure the chapter draws is checked when drawn (explainopt.plots.watch_layout)
+    layout = [o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "stream" and "FigureLayoutWarning" in o.text]
+    assert not layout, "a figure does not fit the page:\n" + "\n".join(layout)
     if notebook.stem[0].isdigit():  # chapters (not appendices) save their claims for the status page
         results = json.loads((SMOKE_CHAPTERS / "results" / f"{notebook.stem[:2]}.json").read_text())
         assert results["claims"] and results["provenance"]["scale"] == "smoke"

@@ -99,3 +99,57 @@ def test_no_page_asks_for_anything_on_the_network(smoke_html):
     for page in (smoke_html / "book" / "chapters").glob("*.html"):
         html = page.read_text()
         assert 'src="http' not in html and "cdn.jsdelivr" not in html, f"{page.name} loads a remote script"
+
+
+# --------------------------------------------------------------------------- the reader's view
+
+#: What the reader's view may not show: a raw pandas Series, a bare tuple printed by a cell.
+RAW_REPR = r"(\bdtype: \w+|\bName: .*, dtype|^\(\s*-?[\d.]+(\s*,\s*-?[\d.]+)*\s*,?\s*\)$)"
+
+READERS_VIEW = """
+const article = document.querySelector('.bd-article');
+const style = getComputedStyle(article);
+const box = article.getBoundingClientRect();
+const left = box.left + parseFloat(style.paddingLeft), right = box.right - parseFloat(style.paddingRight);
+const shown = el => el.offsetParent !== null && el.getClientRects().length > 0;
+const name = el => el.tagName.toLowerCase() + (el.id ? '#' + el.id : '') +
+    ' "' + (el.textContent || el.getAttribute('alt') || '').trim().slice(0, 60) + '"';
+const cut = Array.from(document.querySelectorAll('table.verdicts, .verdict-summary'))
+    .filter(t => t.textContent.includes('…')).map(name);
+const raw = Array.from(article.querySelectorAll('.cell_output pre, .cell_output .text_plain'))
+    .filter(shown).map(el => el.textContent.trim()).filter(t => new RegExp(arguments[0], 'm').test(t));
+const broken = [];
+for (const table of article.querySelectorAll('table')) {
+  const width = row => Array.from(row.cells).reduce((n, c) => n + c.colSpan, 0);
+  const rows = Array.from(table.rows), header = rows.length ? width(rows[0]) : 0;
+  rows.filter(r => width(r) !== header || Array.from(r.cells).some(c => /\\\\\\|/.test(c.textContent)))
+      .forEach(r => broken.push(name(r)));
+}
+const wide = Array.from(article.querySelectorAll('table, img, pre, svg, .js-plotly-plot, .cell_output > div'))
+    .filter(shown).filter(el => {
+      const r = el.getBoundingClientRect();
+      return r.width > 0 && (r.right > right + 1 || r.left < left - 1 || el.scrollWidth > el.clientWidth + 1);
+    }).map(el => name(el) + ' ' + Math.round(el.getBoundingClientRect().width) + '/' +
+                 Math.round(el.scrollWidth) + ' px');
+const small = Array.from(article.querySelectorAll('.cell_output img')).filter(shown)
+    .filter(i => i.complete && i.naturalWidth > 0 && i.clientWidth < arguments[1] * i.naturalWidth)
+    .map(i => name(i) + ' at ' + Math.round(100 * i.clientWidth / i.naturalWidth) + '%');
+return {column: right - left, cut: cut, raw: raw, broken: broken, wide: wide, small: small};
+"""
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser, smoke_html, chapter):
+    """No verdict cut with "…", no raw repr (a Series' ``dtype:``, a bare tuple), no table row with a cell too
+    many or too few, no element wider than the text column (or scrolling sideways: a code line too long), no
+    figure shown below 60 % of its natural size."""
+    from explainopt import plots
+
+    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
+    view = browser.execute_script(READERS_VIEW, RAW_REPR, plots.MIN_SCALE)
+    assert view["column"] > 0.8 * plots.COLUMN_PX, "the text column is narrower than the figures are drawn for"
+    assert not view["cut"], f"a verdict cut short: {view['cut']}"
+    assert not view["raw"], f"a raw repr printed: {view['raw']}"
+    assert not view["broken"], f"a broken table row: {view['broken']}"
+    assert not view["wide"], f"wider than the {view['column']:.0f} px column: {view['wide']}"
+    assert not view["small"], f"a figure shown too small: {view['small']}"

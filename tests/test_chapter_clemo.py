@@ -10,6 +10,7 @@ from threadpoolctl import threadpool_limits
 
 from explainopt import experiments
 from explainopt.chapters import clemo as CH
+from explainopt.chapters import clemo_figures as FIG
 from explainopt.chapters import settings
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
 
@@ -584,14 +585,14 @@ def test_absolute_values_note_compares_with_the_paper():
     assert "in Table 4" not in CH.absolute_values_note(t2, table1, None)
 
 
-def test_tables_figures_and_notes_render_a_store_without_cells():
+def test_tables_figures_and_notes_render_a_store_without_cells(book_style):
     G = CH.grids(CH.SCALES["paper"])
     per_run, stability = CH.knapsack_frames((G["knapsack"], [None] * len(G["knapsack"])))
     table2 = CH.knapsack_table(per_run, stability)
     vs, ratios, table3 = CH.knapsack_vs_paper(table2), CH.clemo_vs_lr(per_run), CH.runtime_table([None] * 4)
     assert vs.empty and "FSI (paper)" in vs.columns and ratios.empty and table3.empty
-    CH.plot_knapsack_scatter(per_run)
-    CH.plot_convergence([None] * 4)
+    book_style.check_layout(FIG.plot_knapsack_scatter(per_run)[0].figure)
+    book_style.check_layout(FIG.plot_convergence([None] * 4).figure)
     assert CH.figure5_note(per_run) == "No run has both LR and CLEMO." and "n/a" in CH.absolute_values_note(
         vs, rows((32.03, 648.06, 1, 1), (1, 1, 1, 1)), None)
     assert CH.vrp_experiment(G["vrp"], [None] * len(G["vrp"])) is None
@@ -601,7 +602,7 @@ def test_lambda_slider_changes_the_surrogates_data():
     sweep = CH.spp_lambda_sweep(n_samples=80, factors=(0.0, 1.0, 10.0), grid=11, maxiter=50)
     assert [f["factor"] for f in sweep["frames"]] == [0.0, 1.0, 10.0]
     assert sweep["frames"][2]["incoherence"] <= sweep["frames"][0]["incoherence"] + 1e-9
-    fig = CH.plot_lambda_slider(sweep)
+    fig = FIG.plot_lambda_slider(sweep)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 3 and {s.method for s in steps} == {"update"} and fig.layout.sliders[0].active == 1
     assert all(list(s.args[2]) == [2, 3] for s in steps)                  # the two CLEMO traces

@@ -16,6 +16,7 @@ from explainopt import attributions as A
 from explainopt import experiments
 from explainopt import reporting as R
 from explainopt.chapters import optimizing_explanations as CH
+from explainopt.chapters import optimizing_explanations_figures as FIG
 
 
 # --------------------------------------------------------------------------- Table 1 and Appendix A
@@ -167,13 +168,15 @@ def test_squared_reading_is_empty_unless_it_ran(results):
     assert CH.squared_reading(results, tie_rtol=1e-6).empty
 
 
-def test_figures_draw_what_ran_and_nothing_without_data(results, tables):
-    assert CH.plot_agreement_heatmaps(tables["strict"]) is not None
-    assert CH.plot_agreement_heatmaps(tables["strict"][tables["strict"].D == 1]) is None
-    assert len(CH.plot_figure2(CH.figure2_results(results)).axes) == 2
-    assert CH.plot_figure2([]) is None
+def test_figures_draw_what_ran_and_nothing_without_data(results, tables, book_style):
+    book_style.check_layout(FIG.plot_agreement_heatmaps(tables["strict"], title="All-three agreement"))
+    assert FIG.plot_agreement_heatmaps(tables["strict"][tables["strict"].D == 1]) is None
+    figure2 = FIG.plot_figure2(CH.figure2_results(results))
+    assert len(figure2.axes) == 2
+    book_style.check_layout(figure2)
+    assert FIG.plot_figure2([]) is None
     with pytest.raises(ValueError, match="D = 1"):
-        CH.plot_explanations_1d(CH.select(results, dimension=2))
+        FIG.plot_explanations_1d(CH.select(results, dimension=2))
 
 
 # --------------------------------------------------------------------------- claims: holds / fails / not run
@@ -376,7 +379,7 @@ def test_eta_sweep_traces_a_monotone_tradeoff_on_the_constraint(sweep):
 
 
 def test_eta_slider_steps_change_the_plotted_explanations(sweep):
-    fig = CH.plot_eta_slider(sweep)
+    fig = FIG.plot_eta_slider(sweep)
     steps = fig.layout.sliders[0].steps
     assert [s.label for s in steps] == ["0.2", "0.5"] and fig.layout.sliders[0].active == 0
     assert all(s.method == "update" and list(s.args[2]) == [1, 2, 3] for s in steps)
@@ -385,7 +388,7 @@ def test_eta_slider_steps_change_the_plotted_explanations(sweep):
     assert np.allclose(fig.data[1].y, first) and np.allclose(fig.data[0].y, sweep[0].gradients[:, 0])
     assert steps[0].args[1]["title.text"] != steps[1].args[1]["title.text"]
     with pytest.raises(ValueError, match="D = 1"):
-        CH.plot_eta_slider(CH.eta_sweep("x^3", dimension=2, radius=3, fractions=(0.2,), metrics=["max_sensitivity"]))
+        FIG.plot_eta_slider(CH.eta_sweep("x^3", dimension=2, radius=3, fractions=(0.2,), metrics=["max_sensitivity"]))
 
 
 # --------------------------------------------------------------------------- the closing summary

@@ -14,6 +14,7 @@ from sklearn.datasets import make_moons  # noqa: E402
 
 from explainopt.book import ChapterRun  # noqa: E402
 from explainopt.chapters import proplace as CH  # noqa: E402
+from explainopt.chapters import proplace_figures as FIG  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
 from explainopt.counterfactuals.proplace import RobustNeighbours  # noqa: E402
 from explainopt.encoders import model_predict  # noqa: E402
@@ -124,11 +125,12 @@ def test_algorithm_log_and_timing(experiment):
     assert timing.loc["compas", "exact_above_ibp"] <= timing.loc["compas", "inner_solves"]
 
 
-def test_tradeoff_figure_has_a_panel_per_data_set(prep, experiment):
+def test_tradeoff_figure_has_a_panel_per_data_set(prep, experiment, book_style):
     idx, cells, methods = experiment
     table = CH.table1({DATASET: prep}, {DATASET: idx}, {DATASET: cells}, methods)
-    fig = CH.tradeoff_figure(table)
+    fig = FIG.tradeoff_figure(table)
     assert len(fig.axes) == 1 and fig.axes[0].get_title() == "compas"
+    book_style.check_layout(fig)
     plt.close(fig)
 
 
@@ -145,7 +147,7 @@ def test_delta_sweep_is_validity_at_zero_vdelta_at_one_and_never_rises(prep, exp
 def test_delta_slider_restyles_the_bars_of_each_data_set(prep, experiment):
     idx, cells, methods = experiment
     sweep = CH.delta_sweep({DATASET: prep}, {DATASET: idx}, {DATASET: cells}, methods, factors=(0.0, 1.0, 8.0))
-    fig = CH.plot_delta_slider(sweep)
+    fig = FIG.plot_delta_slider(sweep)
     steps = fig.layout.sliders[0].steps
     assert [s.label for s in steps] == ["0", "1", "8"] and fig.layout.sliders[0].active == 1
     assert all(s.method == "restyle" for s in steps) and len(fig.data) == 1
@@ -175,12 +177,12 @@ def test_inner_problem_check_finds_the_milp_exact_and_ibp_loose(prep):
     assert (rows["IBP lower bound"] <= rows["exact MILP"] + 1e-7).all() and set(rows["solver"]) == {"highs"}
 
 
-def test_toy_example_runs_algorithm_1_and_draws_it():
+def test_toy_example_runs_algorithm_1_and_draws_it(book_style):
     toy = CH.toy_example(random_state=0)
     assert toy.result.delta_valid and len(toy.vertices) == 9 and np.array_equal(toy.vertices[0], toy.x0)
     iterations = CH.toy_iterations(toy)
     assert list(iterations["iteration"]) == list(range(1, toy.result.iterations + 1))
-    plt.close(CH.toy_figure(toy))
+    book_style.check_layout(FIG.toy_figure(toy))
     assert toy.delta == CH.TOY_DELTA and np.array_equal(model_predict(toy.model, toy.X),
                                                         model_predict(CH.toy_network(0)[2], toy.X))
 
@@ -359,7 +361,7 @@ def test_with_no_stored_cell_the_chapter_renders_and_its_claims_read_not_run(pre
     table = CH.table1({DATASET: prep}, indices, results, methods)
     assert CH.ours(table).empty
     sweep = CH.delta_sweep({DATASET: prep}, indices, results, methods)
-    CH.plot_delta_slider(sweep)
+    FIG.plot_delta_slider(sweep)
     log = CH.proplace_log(results)
     CH.timing_table(log)
     claims = CH.claims(table, pd.DataFrame(), n_retrained=2)

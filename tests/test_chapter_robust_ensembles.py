@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from explainopt.chapters import robust_ensembles as CH
+from explainopt.chapters import robust_ensembles_figures as FIG
 from explainopt.chapters import settings
 from explainopt.datasets import load_dataset
 from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
@@ -176,7 +177,7 @@ def test_solve_time_table_keeps_licence_fallbacks_apart_and_ignores_failed_solve
     assert CH.solve_time_table(frame.iloc[:0]).empty
 
 
-def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio_uses_medians():
+def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio_uses_medians(book_style):
     rows = [{"dataset": "COMPAS", "method": m, "alpha": a, "beta": None, "solver": "highs", "fallback_from": None,
              "status": st, "solve_time": t}
             for m, a, st, t in [("naive", None, "optimal", 1.0), ("naive", None, "optimal", 3.0),
@@ -193,8 +194,9 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
     assert CH.claim_benchmark_time(ratio * 0.1).verdict == DIFFERS
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
-    ax = CH.plot_solve_times(times)
+    ax = FIG.plot_solve_times(times)
     assert ax.get_yscale() == "log"
+    book_style.check_layout(ax.figure)
 
 
 def test_check_counts_count_verified_relaxed_and_repaired_points():
@@ -206,7 +208,7 @@ def test_check_counts_count_verified_relaxed_and_repaired_points():
     assert (row["relaxed"], row["relaxed, class flipped"], row["time limit"], row["repaired"]) == (1, 1, 1, 1)
 
 
-def test_counterfactual_path_shows_the_changed_features_per_target():
+def test_counterfactual_path_shows_the_changed_features_per_target(book_style):
     frame = pd.DataFrame({"dataset": "COMPAS", "sim": 0, "factual": 0, "method": "direct-saa",
                           "alpha": [0.5, 0.1], "x0": [np.zeros(5)] * 2,
                           "x": [np.array([0, 0.2, 0, 0, 0.0]), np.array([0, 0.2, 0, 0, 0.0])]})
@@ -214,9 +216,10 @@ def test_counterfactual_path_shows_the_changed_features_per_target():
     assert list(path.columns) == ["factual", "0.50", "0.90"] and len(path) == 1
     assert "change 1 of the 5 features" in CH.describe_path(path, dataset="COMPAS")
     assert "moves 0 of 1 times" in CH.describe_path(path, dataset="COMPAS")
-    fig, text = CH.path_figure(frame, dataset="COMPAS", title="Figure 3")
+    fig, text = FIG.path_figure(frame, dataset="COMPAS", title="Figure 3")
     assert fig.axes[0].get_title() == "Figure 3" and text == CH.describe_path(path, dataset="COMPAS")
-    assert CH.path_figure(frame, dataset="Adult") is None and CH.path_figure(frame, dataset="COMPAS", sim=1) is None
+    book_style.check_layout(fig)
+    assert FIG.path_figure(frame, dataset="Adult") is None and FIG.path_figure(frame, dataset="COMPAS", sim=1) is None
 
 
 def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():
@@ -227,13 +230,13 @@ def test_alpha_slider_restyles_the_direct_saa_bars_and_the_threshold_marker():
     assert data["datasets"] == ["A", "B"] and data["naive"] == [0.5, 0.2]
     assert [s["alpha"] for s in data["steps"]] == [0.5, 0.1] and data["steps"][0]["p_star"] == pytest.approx(0.5)
     assert data["steps"][1]["validity"] == [0.95, 0.7] and data["steps"][1]["rho_star"][0.1] > data["steps"][1]["p_star"]
-    fig = CH.plot_alpha_slider(data)
+    fig = FIG.plot_alpha_slider(data)
     steps = fig.layout.sliders[0].steps
     assert len(steps) == 2 and all(s.method == "update" for s in steps)
     assert steps[0].args[0]["y"][1] != steps[1].args[0]["y"][1]          # the bars change with alpha
     assert "1 of 2 datasets" in steps[1].args[1]["title.text"]          # only A reaches 0.9
     with pytest.raises(ValueError):
-        CH.plot_alpha_slider(CH.alpha_slider_data(curves.iloc[:0], _table1({})))
+        FIG.plot_alpha_slider(CH.alpha_slider_data(curves.iloc[:0], _table1({})))
 
 
 # --------------------------------------------------------------------------- claims: holds, fails, no data

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from explainopt.chapters import robust_regions as CH
+from explainopt.chapters import robust_regions_figures as FIG
 from explainopt.chapters import settings
 from explainopt.encoders import model_predict
 from explainopt.experiments import ResultStore, run_grid, stored_form
@@ -349,8 +350,9 @@ def test_figure7_note_counts_the_intermediate_master_solutions_at_radius_zero():
     assert CH.figure7_note([_history_run([0.1], [0.05])]).startswith("No run")
 
 
-def test_figure7_and_table4_read_an_empty_paper_scale_store():
-    fig = CH.figure_convergence([])
+def test_figure7_and_table4_read_an_empty_paper_scale_store(book_style):
+    fig = FIG.figure_convergence([])
+    book_style.check_layout(fig)
     assert len(fig.axes) == 1 and "no run" in CH.convergence_caption([])
     plt.close(fig)
     assert CH.accuracy_table([]).empty
@@ -400,7 +402,7 @@ def test_the_tree_caption_says_which_tree_needed_more_iterations():
     assert "needed fewer iterations" in CH.tree_iterations_caption(runs)
 
 
-def test_figures_2_and_6_are_a_grid_whose_stored_cells_draw_the_figure(tmp_path):
+def test_figures_2_and_6_are_a_grid_whose_stored_cells_draw_the_figure(tmp_path, book_style):
     S = CH.SCALES["smoke"]
     grid = CH.grids(S)["figure2"]
     first = CH.factual_indices("banknote", 1)[0]
@@ -415,8 +417,9 @@ def test_figures_2_and_6_are_a_grid_whose_stored_cells_draw_the_figure(tmp_path)
     assert shallow["depth"] == 3 and shallow["status"] == "converged"
     tree = CH.two_feature_tree(3)[2]
     assert model_predict(tree, shallow["history"][-1]["x"])[0] == shallow["target"]  # the last centre is valid
-    fig = CH.figure_tree_iterations(stored)
+    fig = FIG.figure_tree_iterations(stored)
     assert len(fig.axes) == 2 and "iterations" in fig.axes[1].get_title()
+    book_style.check_layout(fig)
     plt.close(fig)
     assert run_grid(grid.func, grid.configs, cache=ResultStore(tmp_path / "empty"), missing="skip") == [None, None]
 
@@ -473,7 +476,7 @@ def test_region_outline_is_the_box_or_the_circle():
 
 
 def test_the_slider_moves_the_regions_with_rho(path):
-    fig = CH.plot_region_slider(path)
+    fig = FIG.plot_region_slider(path)
     slider = fig.layout.sliders[0]
     assert [s.label for s in slider.steps] == ["0.02", "0.1"]
     first, last = (s.args for s in slider.steps)
@@ -484,11 +487,12 @@ def test_the_slider_moves_the_regions_with_rho(path):
     assert list(moved[0].x) == list(first[0]["x"][0])  # the figure opens at the first step
 
 
-def test_figure5_shows_the_radius_where_the_heuristic_is_farthest_behind(path):
+def test_figure5_shows_the_radius_where_the_heuristic_is_farthest_behind(path, book_style):
     box, leaf = path["runs"]["box"], path["runs"]["single leaf"]
     gaps = [h["distance"] - b["distance"] for h, b in zip(leaf, box)]
-    fig, rho = CH.figure_single_leaf(path)
+    fig, rho = FIG.figure_single_leaf(path)
     assert rho == box[int(np.argmax(gaps))]["rho"] and len(fig.axes) == 2
+    book_style.check_layout(fig)
     plt.close(fig)
 
 

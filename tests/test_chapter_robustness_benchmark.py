@@ -10,6 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from explainopt.chapters import robustness_benchmark as CH  # noqa: E402
+from explainopt.chapters import robustness_benchmark_figures as FIG  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED  # noqa: E402
 
@@ -62,18 +63,18 @@ def test_a_cell_measures_every_method_on_the_same_factual(cells):
     assert (region["radius_linf"] >= CH.RHO - 1e-4).all()
 
 
-def test_tables_and_figures_from_a_cell(cells):
+def test_tables_and_figures_from_a_cell(cells, book_style):
     df = CH.frame(cells)
     summary = CH.summary_table(df)
     assert set(summary["model"]) == {"network", "forest"} and "retrained [95%]" in summary
     assert not CH.threat_table(summary).empty
     assert set(CH.matched_budget_table(df)["model"]) <= {"network", "forest"}
     assert len(CH.models_table(cells)) == 1
-    fig = CH.plot_threat_slider(df)
+    fig = FIG.plot_threat_slider(df)
     steps = fig.layout.sliders[0].steps
     assert len(steps) >= 3 and all(s.method == "update" for s in steps)
     assert steps[0].args[0]["y"] != steps[-1].args[0]["y"]  # moving the slider changes the plotted data
-    CH.plot_cost_robustness(summary)
+    book_style.check_layout(FIG.plot_cost_robustness(summary))
 
 
 def _rows(method, model, values, *, col="retrained", param=None, **extra):

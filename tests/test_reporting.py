@@ -1,5 +1,7 @@
 import html
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from explainopt import reporting
@@ -131,3 +133,33 @@ def test_scale_changes_lists_only_verdicts_that_moved(tmp_path):
                                            "book: why": "wide interval", "paper: ours": "62% (n=200)",
                                            "paper: verdict": "reproduced", "paper: why": "more simulations"}]
     assert reporting.scale_changes(paper, tmp_path / "absent.json").empty
+
+
+# --------------------------------------------------------------------------- tables in the text
+
+def test_one_number_format_for_every_table():
+    from explainopt.reporting import MISSING_MARK, number_text
+
+    assert [number_text(v) for v in (3, 2.0, 0.123456, 12.3456, 1234.56, 0.0001234, 123456.7)] == [
+        "3", "2", "0.123", "12.3", "1235", "1.23e-04", "1.23e+05"]
+    assert number_text(float("nan")) == number_text(None) == MISSING_MARK
+    assert number_text("x^3") == "x^3" and number_text(True) == "True"
+
+
+def test_a_table_view_is_short_and_formatted_and_its_full_table_is_a_csv_beside_it(tmp_path, monkeypatch):
+    from explainopt.reporting import table_view
+
+    monkeypatch.setenv("EXPLAINOPT_RESULTS", str(tmp_path / "results"))
+    frame = pd.DataFrame({"rate": np.linspace(0, 1, 40), "gap": [np.nan] + [1e-6] * 39,
+                          **{f"c{k}": range(40) for k in range(10)}}, index=pd.Index(range(40), name="run"))
+    table, note = table_view(frame, "probe", rows=5, columns=4)
+    saved = pd.read_csv(tmp_path / "tables" / "probe.csv", index_col="run")
+    pd.testing.assert_frame_equal(saved, frame, check_dtype=False)  # the full table, not the view
+    assert table.html.count("<tr>") == 1 + 5 and table.html.count("<td>") == 5 * 4
+    assert "<td>—</td>" in table.html and "<td>1.00e-06</td>" in table.html and "<th>run</th>" in table.html
+    two_levels, _ = table_view(frame.set_index("c0", append=True), "probe")
+    assert "<th>run / c0</th>" in two_levels.html  # one header cell over the row labels, as in every row
+    assert "the first 5 of 40 rows" in note.data and "4 of 12 columns" in note.data and "—: no value" in note.data
+    assert "{download}`probe.csv <tables/probe.csv>`" in note.data
+    with pytest.raises(ValueError, match="name="):
+        table_view(frame, "a table")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from .experiments import ROOT, atomic_write_bytes
 
@@ -408,3 +409,83 @@ def verdict_summary(chapter: str, folders: dict[str, Path]) -> Rendered:
     markdown = "\n\n".join([f"**{escape_markdown(title)}**", "\n".join(m for _, m in lines), claims.markdown,
                             f"*{escape_markdown(note)}*"])
     return Rendered(html_box, markdown)
+
+
+# --------------------------------------------------------------------------- tables in the text
+
+#: What a table in the text shows for a missing value; its note says so.
+MISSING_MARK = "—"
+
+
+def number_text(value, *, digits: int = 3) -> str:
+    """The book's one number format: integers as they are, other numbers to `digits` significant digits
+    without an exponent between 0.001 and 100 000 (``0.123``, ``12.3``, ``1234``), with one outside
+    (``1.23e-05``); :data:`MISSING_MARK` for a missing value; anything else as its text."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return MISSING_MARK if missing(value) else str(value)
+    if pd.isna(value):
+        return MISSING_MARK
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    magnitude = abs(float(value))
+    if 1e-3 <= magnitude < 1e5:
+        decimals = max(digits - 1 - int(np.floor(np.log10(magnitude))), 0)
+        return f"{value:.{decimals}f}"
+    return f"{value:.{digits - 1}e}"
+
+
+def tables_dir() -> Path:
+    """Where a chapter's full tables go as CSV: ``tables/`` beside the executed notebook (the folder of
+    :func:`results_dir`), which the book build copies with the page's download links."""
+    return results_dir().parent / "tables"
+
+
+def _short_view(frame: pd.DataFrame, *, rows: int, columns: int, digits: int) -> tuple[pd.DataFrame, list[str]]:
+    """The first `rows` rows and `columns` columns of `frame`, every cell as text (:func:`number_text`),
+    and the sentences saying what was left out or is missing."""
+    notes = []
+    view = frame.iloc[:rows, :columns]
+    if len(frame) > rows:
+        notes.append(f"the first {rows} of {len(frame)} rows")
+    if frame.shape[1] > columns:
+        notes.append(f"{columns} of {frame.shape[1]} columns")
+    if frame.isna().to_numpy().any():
+        notes.append(f"{MISSING_MARK}: no value (not computed at this scale, or not defined)")
+    text = view.apply(lambda column: column.map(lambda v: number_text(v, digits=digits)))
+    text.index = [number_text(i, digits=digits) if not isinstance(i, tuple)
+                  else ", ".join(number_text(j, digits=digits) for j in i) for i in view.index]
+    return text, notes
+
+
+def table_view(frame: pd.DataFrame, name: str, *, rows: int = 15, columns: int = 8, digits: int = 3,
+               index: bool = True, folder: Path | None = None) -> tuple[Rendered, Markdown]:
+    """A table as the book shows it: a short formatted view (the first `rows` rows and `columns` columns,
+    one number format, :data:`MISSING_MARK` for a missing value) as HTML that fits the text column, and a
+    note under it that says what the view leaves out and links the full table, written as
+    ``<folder>/<name>.csv`` (default :func:`tables_dir`) for download (the MyST ``{download}`` role, so
+    that the book build copies the file). `index`: whether the row labels are shown and saved."""
+    if not name or any(c in name for c in '/\\ "`<>'):
+        raise ValueError(f"name={name!r}: a file name without spaces, slashes or quotes, e.g. 'table1'")
+    folder = Path(folder or tables_dir())
+    folder.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(folder / f"{name}.csv", index=index)
+    text, notes = _short_view(frame if index else frame.reset_index(drop=True), rows=rows, columns=columns,
+                              digits=digits)
+    labels = " / ".join(str(n) for n in frame.index.names if n is not None)
+    header = ([html.escape(labels)] if index else []) + \
+        [html.escape(str(c) if not isinstance(c, tuple) else " / ".join(map(str, c))) for c in text.columns]
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + (f"<th>{html.escape(str(i))}</th>" if index else "")
+                   + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>"
+                   for i, values in zip(text.index, text.itertuples(index=False)))
+    table = (f'<table class="book-table" style="max-width:100%;font-size:0.85em;font-variant-numeric:tabular-nums">'
+             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    shown = "Shown: " + "; ".join(notes) + ". " if notes else ""
+    link = f"{{download}}`{name}.csv <tables/{name}.csv>`" if folder == tables_dir() else f"`{folder / name}.csv`"
+    note = Markdown(f"*{shown}The full table: {link}.*")
+    return Rendered(table, markdown_table(text.reset_index() if index else text)), note
+
+
+def show_table(frame: pd.DataFrame, name: str, **options) -> None:
+    """Display :func:`table_view` of `frame` in a notebook: the short view, then its note and download link."""
+    display(*table_view(frame, name, **options))

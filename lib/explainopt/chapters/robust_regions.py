@@ -30,11 +30,8 @@ from __future__ import annotations
 import functools
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from matplotlib.patches import Circle, Rectangle
 from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import train_test_split
@@ -46,7 +43,6 @@ from ..counterfactuals.regions import certify_region, robust_region, single_leaf
 from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
-from ..plots import PALETTE
 from ..reporting import Claim, claim, every, missing
 from . import paper_table, solver_key
 
@@ -719,30 +715,6 @@ def paper_claims(frame: pd.DataFrame, summary: pd.DataFrame, frame3: pd.DataFram
 
 # =========================================================================== figures
 
-def plot_region_iterations(model, run: dict, *, ax=None, resolution: int = 300, lower=0.0, upper=1.0,
-                           title: str = ""):
-    """Figure 2/6: the classes of a 2-D model, the factual and every master solution with its box/ball
-    (`run`: a :func:`tree_run` cell)."""
-    ax = ax or plt.gca()
-    g = np.linspace(lower, upper, resolution)
-    xx, yy = np.meshgrid(g, g)
-    pred = model_predict(model, np.c_[xx.ravel(), yy.ravel()]).reshape(xx.shape)
-    ax.contourf(xx, yy, pred != run["target"], levels=[-0.5, 0.5, 1.5], colors=["white", "#F4B6A6"])
-    ax.plot(*np.asarray(run["x0"])[:2], "k*", ms=12, label="factual")
-    cmap, rho = plt.get_cmap("viridis"), run["rho"]
-    for h in run["history"]:
-        c, x = cmap(h["iteration"] / max(1, len(run["history"]))), np.asarray(h["x"])
-        if run["norm"] == "linf":
-            ax.add_patch(Rectangle(x - rho, 2 * rho, 2 * rho, fill=False, ec=c, lw=1.5))
-        else:
-            ax.add_patch(Circle(x, rho, fill=False, ec=c, lw=1.5))
-        ax.plot(*x, "o", color=c, ms=4)
-        ax.annotate(str(h["iteration"]), x, textcoords="offset points", xytext=(3, 3), fontsize=8, color=c)
-    ax.set(xlim=(lower, upper), ylim=(lower, upper), aspect="equal", title=title,
-           xlabel="feature 1 (scaled)", ylabel="feature 2 (scaled)")
-    return ax
-
-
 def tree_run(*, depth: int, index: int, rho: float = 0.05, time_limit: float = 1000.0, solver=None,
              random_state: int = 0) -> dict:
     """One panel of Figures 2 and 6 (a cell of the ``figure2`` grid of :func:`grids`): Algorithm 1 (box of
@@ -759,16 +731,6 @@ def tree_run(*, depth: int, index: int, rho: float = 0.05, time_limit: float = 1
                         for h in region.history]}
 
 
-def figure_tree_iterations(runs: list[dict], *, random_state: int = 0):
-    """Figures 2 and 6 from :func:`tree_run` cells: one panel per tree (refitted: a two-feature tree is cheap)."""
-    fig, axes = plt.subplots(1, len(runs), figsize=(5 * len(runs), 4.8))
-    for ax, run in zip(np.atleast_1d(axes), runs):
-        stop = f" (ρ̄={run['rho_bar']:.3f})" if run["early_stop"] else ""
-        plot_region_iterations(two_feature_tree(run["depth"], random_state=random_state)[2], run, ax=ax,
-                               title=f"depth {run['depth']}: {run['iterations']} iterations, {run['status']}{stop}")
-    return fig
-
-
 def tree_iterations_caption(runs: list[dict]) -> str:
     """The caption of Figures 2 and 6, with the iterations each tree needed in this run (:func:`tree_run` cells)."""
     panels = "; ".join(f"depth {r['depth']}: {r['iterations']} iterations ({r['status']})" for r in runs)
@@ -780,35 +742,6 @@ def tree_iterations_caption(runs: list[dict]) -> str:
             f"(cf. Figures 2 and 6 of the paper). In this run, {panels}: the depth-{deep['depth']} tree needed "
             f"{compared} iterations than the depth-{shallow['depth']} tree (the paper: the overfitted tree needs "
             "more).*")
-
-
-def plot_convergence(history, *, rho: float, ax=None, title: str = ""):
-    """Figure 7: distance to the factual (solid) and certified radius (dashed) per iteration."""
-    ax = ax or plt.gca()
-    it = [h["iteration"] for h in history]
-    ax.plot(it, [h["distance"] for h in history], "-o", label="distance to factual (l1)")
-    ax2 = ax.twinx()
-    ax2.plot(it, [h["radius"] for h in history], "--s", color="#E69F00", label="certified radius")
-    ax2.axhline(rho, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="iteration", ylabel="distance", title=title)
-    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    ax2.set_ylabel("radius")
-    ax2.grid(False)
-    return ax, ax2
-
-
-def figure_convergence(runs: list[dict]):
-    """Figure 7 from :func:`run_convergence`: one panel per model (a note when no run is computed)."""
-    if not runs:
-        fig, ax = plt.subplots(figsize=(4, 1.2))
-        ax.axis("off")
-        ax.text(0.5, 0.5, "Figure 7: no run computed at this scale yet", ha="center", va="center")
-        return fig
-    fig, axes = plt.subplots(1, len(runs), figsize=(4 * len(runs), 3.4))
-    for ax, inst in zip(np.atleast_1d(axes), runs):
-        plot_convergence(inst["history"], rho=inst["rho"], ax=ax, title=f"{inst['model']}: {inst['status']}")
-    fig.tight_layout()
-    return fig
 
 
 #: Relative tolerance of "grows" and "falls" in Figure 7: the MIP solvers' default relative gap.
@@ -915,58 +848,6 @@ def region_outline(x, rho: float, norm: str, *, points: int = 73) -> tuple[list,
     return (cx + rho * np.cos(t)).tolist(), (cy + rho * np.sin(t)).tolist()
 
 
-def _path_title(path: dict, k: int) -> str:
-    parts = []
-    for name, runs in path["runs"].items():
-        r = runs[k]
-        parts.append(f"{name} {r['distance']:.3f}" if r["x"] is not None else f"{name}: none")
-    return f"ρ = {path['runs']['box'][k]['rho']:g}, ℓ1 distance to the factual: " + ", ".join(parts)
-
-
-def plot_region_slider(path: dict) -> go.Figure:
-    """An interactive figure (plotly): the two-feature tree's classes (shaded: the other class), the factual,
-    the tree's leaves (grey), and for each radius of a slider the region of Algorithm 1 with the box and with the ball and the
-    single-leaf heuristic's box (outline and centre); each step restyles the six region traces and states
-    the three distances in the title (cf. Figures 2 and 5 of the paper)."""
-    g = path["grid"]
-    fig = go.Figure()
-    fig.add_trace(go.Heatmap(x=g, y=g, z=np.asarray(path["adverse"], dtype=float), showscale=False, hoverinfo="skip",
-                             colorscale=[[0, "rgba(255,255,255,0)"], [1, "#F4B6A6"]], name="other class"))
-    lx, ly = leaf_outlines(path["leaves"])
-    fig.add_trace(go.Scatter(x=lx, y=ly, mode="lines", name="leaves", hoverinfo="skip",
-                             line=dict(color="rgba(80,80,80,0.35)", width=1)))
-    fig.add_trace(go.Scatter(x=[path["x0"][0]], y=[path["x0"][1]], mode="markers", name="factual",
-                             marker=dict(symbol="star", size=14, color="black")))
-    colours = {"box": PALETTE[0], "ball": PALETTE[2], "single leaf": PALETTE[3]}
-    dashes = {"box": "solid", "ball": "solid", "single leaf": "dash"}
-    start, fixed = 0, len(fig.data)
-    for name, runs in path["runs"].items():
-        norm = PATH_METHODS[name][0]
-        r = runs[start]
-        ox, oy = region_outline(r["x"], r["rho"], norm)
-        fig.add_trace(go.Scatter(x=ox, y=oy, mode="lines", name=f"{name} region",
-                                 line=dict(color=colours[name], width=2, dash=dashes[name])))
-        cx, cy = ([r["x"][0]], [r["x"][1]]) if r["x"] is not None else ([], [])
-        fig.add_trace(go.Scatter(x=cx, y=cy, mode="markers", name=f"{name} centre", showlegend=False,
-                                 marker=dict(color=colours[name], size=8)))
-    steps = []
-    for k, rho in enumerate(r["rho"] for r in path["runs"]["box"]):
-        xs, ys = [], []
-        for name, runs in path["runs"].items():
-            run_k = runs[k]
-            ox, oy = region_outline(run_k["x"], run_k["rho"], PATH_METHODS[name][0])
-            xs += [ox, [run_k["x"][0]] if run_k["x"] is not None else []]
-            ys += [oy, [run_k["x"][1]] if run_k["x"] is not None else []]
-        steps.append(dict(method="update", label=f"{rho:g}",
-                          args=[{"x": xs, "y": ys}, {"title.text": _path_title(path, k)},
-                                list(range(fixed, fixed + len(xs)))]))
-    fig.update_layout(title=dict(text=_path_title(path, start)), height=560, template="plotly_white",
-                      xaxis=dict(title="variance (scaled)", range=[0, 1], constrain="domain"),
-                      yaxis=dict(title="skewness (scaled)", range=[0, 1], scaleanchor="x", scaleratio=1),
-                      sliders=[dict(active=start, steps=steps, currentvalue=dict(prefix="ρ = "), pad=dict(t=50))])
-    return fig
-
-
 def region_path_note(path: dict) -> str:
     """What the interactive figure shows in this run (computed): how the distances move with rho, whether
     the ball's region is never farther than the box's, and at how many radii the heuristic is farther."""
@@ -982,33 +863,6 @@ def region_path_note(path: dict) -> str:
             f"{'never farther than' if ball_closer else 'sometimes farther than'} the box's; the single-leaf "
             f"heuristic is farther than Algorithm 1 at {farther} of {len(box)} radii; {certified} of {total} "
             "regions certified.")
-
-
-def figure_single_leaf(path: dict):
-    """Figure 5 from :func:`region_path`: at the radius where the single-leaf heuristic is farthest behind
-    Algorithm 1 (box), left the heuristic's box inside one leaf, right Algorithm 1's box across leaves
-    (grey: the tree's leaves; red: the other class).
-    Returns (figure, radius)."""
-    box, leaf = path["runs"]["box"], path["runs"]["single leaf"]
-    gaps = [(h["distance"] - b["distance"]) if h["x"] is not None and b["x"] is not None else -math.inf
-            for h, b in zip(leaf, box)]
-    k = int(np.argmax(gaps))
-    g = path["grid"]
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 4.6), sharey=True)
-    for ax, (name, r) in zip(axes, (("single-leaf heuristic", leaf[k]), ("Algorithm 1", box[k]))):
-        ax.contourf(g, g, path["adverse"], levels=[-0.5, 0.5, 1.5], colors=["white", "#F4B6A6"])
-        ax.plot(*leaf_outlines(path["leaves"]), color="grey", lw=0.6, alpha=0.6)
-        ax.plot(*path["x0"], "k*", ms=12, label="factual")
-        if r["x"] is not None:
-            ax.add_patch(Rectangle(np.asarray(r["x"]) - r["rho"], 2 * r["rho"], 2 * r["rho"], fill=False,
-                                   ec=PALETTE[0], lw=2))
-            ax.plot(*r["x"], "o", color=PALETTE[0], ms=5)
-            ax.plot([path["x0"][0], r["x"][0]], [path["x0"][1], r["x"][1]], ":", color="grey")
-        ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal", xlabel="variance (scaled)",
-               title=f"{name}: ℓ1 distance {r['distance']:.3f}")
-    axes[0].set_ylabel("skewness (scaled)")
-    fig.tight_layout()
-    return fig, box[k]["rho"]
 
 
 def figure7_note(runs: list[dict], *, zero: float = 1e-4) -> str:

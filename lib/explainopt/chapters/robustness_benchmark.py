@@ -35,15 +35,13 @@ import math
 import time
 import warnings
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
-from .. import experiments, plots
+from .. import experiments
 from ..counterfactuals import baselines, nearest_counterfactual
 from ..counterfactuals.costs import LofScorer, l1_distance, sparsity
 from ..counterfactuals.ensembles import binomial_interval, ensemble_counterfactual, score_threshold
@@ -442,57 +440,6 @@ def threat_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- figures
-
-def plot_cost_robustness(summary: pd.DataFrame, *, measures=("radius_linf", "delta_exact", "retrained")):
-    """Cost (mean distance) against each robustness measure, one panel per measure, one point per
-    (model, method): up and to the left is better."""
-    fig, axes = plt.subplots(1, len(measures), figsize=(4.6 * len(measures), 3.8))
-    methods = list(dict.fromkeys(METHODS["network"] + METHODS["forest"]))
-    for ax, col in zip(np.atleast_1d(axes), measures):
-        for model, marker in (("network", "o"), ("forest", "s")):
-            g = summary[summary["model"] == model] if len(summary) else summary
-            for _, r in g.iterrows():
-                if pd.isna(r[col]) or pd.isna(r["distance"]):
-                    continue
-                colour = plots.PALETTE[methods.index(r["method"]) % len(plots.PALETTE)]
-                ax.scatter(r["distance"], r[col], marker=marker, color=colour, s=60, edgecolor="black")
-                ax.annotate(r["method"], (r["distance"], r[col]), fontsize=7, xytext=(3, 3), textcoords="offset points")
-        ax.set_xlabel("normalised l1 distance (cost)")
-        ax.set_ylabel(MEASURES[col])
-    fig.tight_layout()
-    return fig
-
-
-def plot_threat_slider(df: pd.DataFrame) -> go.Figure:
-    """An interactive figure (plotly): every valid counterfactual at its method's recommended parameter,
-    distance on x, and on y the robustness measure the slider picks (one trace per model and method;
-    each slider step restyles the y data of every trace and the axis title)."""
-    rec = recommended(df)
-    rec = rec[rec["valid"].astype(bool)] if len(rec) else rec
-    fig = go.Figure()
-    methods = list(dict.fromkeys(METHODS["network"] + METHODS["forest"]))
-    traces = []
-    for model, symbol in (("network", "circle"), ("forest", "square")):
-        for method in METHODS[model]:
-            g = rec[(rec["model"] == model) & (rec["method"] == method)] if len(rec) else rec
-            if g.empty:
-                continue
-            traces.append(g)
-            fig.add_trace(go.Scatter(
-                x=g["distance"].tolist(), y=g["radius_linf"].tolist(), mode="markers", name=f"{method} ({model})",
-                text=[f"{d}, factual {f}" for d, f in zip(g["dataset"], g["factual"])],
-                marker=dict(symbol=symbol, size=9, color=plots.PALETTE[methods.index(method) % len(plots.PALETTE)],
-                            line=dict(width=1, color="black"))))
-    measures = [c for c in MEASURES if len(rec) and rec[c].notna().any()]
-    steps = [dict(method="update", label=MEASURES[c],
-                  args=[{"y": [[None if pd.isna(v) else float(v) for v in g[c]] for g in traces]},
-                        {"yaxis.title.text": MEASURES[c]}]) for c in measures]
-    fig.update_layout(template="plotly_white", height=480, xaxis_title="normalised l1 distance (cost)",
-                      yaxis_title=MEASURES["radius_linf"],
-                      title="Each counterfactual: its cost against the threat the slider picks",
-                      sliders=[dict(active=0, steps=steps, currentvalue=dict(prefix="threat: "), pad=dict(t=50))])
-    return fig
-
 
 # --------------------------------------------------------------------------- hypotheses and verdicts
 
