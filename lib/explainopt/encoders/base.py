@@ -7,7 +7,8 @@ logit). ``x`` may be any affine cvxpy expression of shape ``(n_features,)``, e.g
 perturbation scenario, so several copies of a model can live in one problem.
 
 Each model type registers its encoder with :func:`register`, together with its family (``linear``,
-``tree``, ``ensemble``, ``network``, ``interval-network``, ``anomaly``) and how to read the model's own
+``tree``, ``ensemble``, ``network``, ``interval-network``, ``anomaly``, ``pipeline``: a scikit-learn
+Pipeline of affine preprocessing before one of the others, :mod:`explainopt.encoders.pipelines`) and how to read the model's own
 output and prediction; :func:`encode`, :func:`model_family`, :func:`model_output` and
 :func:`model_predict` dispatch on the type, and nothing else in the library asks what kind of model it
 holds. The last two are what every counterfactual is re-checked with: the true model has the last
@@ -25,7 +26,7 @@ import numpy as np
 _ENCODERS: dict[type, "_Family"] = {}
 
 
-FAMILIES = ("linear", "tree", "ensemble", "network", "interval-network", "anomaly")
+FAMILIES = ("linear", "tree", "ensemble", "network", "interval-network", "anomaly", "pipeline")
 
 
 @dataclass(frozen=True)

@@ -460,7 +460,8 @@ def snap_to_chosen_leaves(x, encodings) -> tuple[np.ndarray, int]:
     chosen cell (the nearest float32 value inside it); returns (x, number of features moved).
 
     `encodings`: the solved encodings of models whose input is x (one or a list); those of models
-    without trees are skipped. Why: a split margin can be as small as a quarter of the gap between two
+    without trees are skipped, and a Pipeline's encoding repairs x itself
+    (:meth:`~explainopt.encoders.pipelines.PipelineEncoding.repair`). Why: a split margin can be as small as a quarter of the gap between two
     thresholds of one feature, below the solver's feasibility tolerance (about 1e-7 to 1e-6), so the
     solver's point can reach other leaves than those it chose (seen on Spambase: score 0.6465 for a
     constraint 0.6501). The moved point reaches the chosen leaves, so the model's own output there is the
@@ -469,6 +470,11 @@ def snap_to_chosen_leaves(x, encodings) -> tuple[np.ndarray, int]:
     x = np.array(x, dtype=float).ravel()
     moved = 0
     for encoding in [encodings] if hasattr(encodings, "variables") else encodings:
+        repair = getattr(encoding, "repair", None)  # a Pipeline's: snaps in its model's input space
+        if repair is not None:
+            x, n_moved = repair(x)
+            moved += n_moved
+            continue
         cell = _chosen_cell(encoding, len(x))
         if cell is None:
             continue
