@@ -3,7 +3,7 @@
 The transductive setting of the paper: all N input points X are known, an explanation is a matrix
 E ∈ R^{N×D} (one feature attribution per point) and the target is the gradient ∇f at each point.
 The module works on any points and gradients a reader brings; the paper's toy functions, grids and
-experiments are the protocol of chapter 1 (:mod:`explainopt.chapters.optimizing_explanations`).
+experiments are the protocol of chapter 1 (``explainopt.chapters.optimizing_explanations``).
 
 - The losses of **Table 2**: faithfulness ``Σ_n ‖∇f_n − E_n‖²``; max-sensitivity, local stability
   and average sensitivity over the neighbourhood ``‖X_n − X_n'‖ ≤ u`` (:func:`neighbourhood`). Each
@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 #: Robustness losses of Table 2 (plus the squared reading of average sensitivity).
 METRICS = ("max_sensitivity", "local_stability", "average_sensitivity")
+#: Every robustness loss :func:`robustness_loss` evaluates.
 ALL_METRICS = METRICS + ("average_sensitivity_squared",)
 #: Relative slack when comparing a distance with the radius u (grid distances equal u exactly).
 RADIUS_RTOL = 1e-9

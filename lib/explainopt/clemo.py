@@ -24,9 +24,9 @@ What this module offers, with the paper's equations:
 - Stability over resamples: :func:`contributions`, :func:`stability` (std and normalized std of the
   top-5 contributions) and :func:`feature_stability_index` (FSI of Appendix A.4.2).
 
-Every fit names what solved it in :attr:`Surrogate.solver` (``scipy-slsqp``, ``scipy-lbfgsb``, ``clemo-dual``
+Every fit names what solved it in ``Surrogate.solver`` (``scipy-slsqp``, ``scipy-lbfgsb``, ``clemo-dual``
 or the cvxpy solver of the convex path), and every data set the algorithm that solved its samples
-(:attr:`ClemoData.solver`).
+(``ClemoData.solver``).
 """
 
 from __future__ import annotations
@@ -601,7 +601,7 @@ def contributions(surrogate: Surrogate, data: ClemoData) -> np.ndarray:
 
 
 def top_features(contrib: np.ndarray, k: int, *, eps: float = 1e-3) -> list[set]:
-    """Per component, the k features with the largest |contribution| above `eps` (fewer if not enough)."""
+    """Per component, the k features with the largest ``|contribution|`` above `eps` (fewer if not enough)."""
     out = []
     for row in np.abs(contrib):
         order = [j for j in np.argsort(-row, kind="stable") if row[j] > eps]
@@ -610,8 +610,8 @@ def top_features(contrib: np.ndarray, k: int, *, eps: float = 1e-3) -> list[set]
 
 
 def stability(contribs: list[np.ndarray], *, top: int = 5, eps: float = 1e-3) -> dict:
-    """Std and normalized std |std/mean| over resamples of the top-`top` contributions (by |mean|, with
-    |mean| > eps) of each component, averaged over components and features."""
+    """Std and normalized std ``|std/mean|`` over resamples of the top-`top` contributions (by ``|mean|``,
+    with ``|mean| > eps``) of each component, averaged over components and features."""
     C = np.stack(contribs)                      # (R, components, features)
     mean, std = C.mean(axis=0), C.std(axis=0)
     stds, norms = [], []
@@ -624,7 +624,7 @@ def stability(contribs: list[np.ndarray], *, top: int = 5, eps: float = 1e-3) ->
 
 
 def feature_stability_index(contribs: list[np.ndarray], *, k_max: int = 5, eps: float = 1e-3) -> float:
-    """FSI (Appendix A.4.2): Σ_{k=1..5} of the mean (k, j)-concordance |F_kj^r1 ∩ F_kj^r2| / k over all
+    """FSI (Appendix A.4.2): Σ_{k=1..5} of the mean (k, j)-concordance ``|F_kj^r1 ∩ F_kj^r2| / k`` over all
     pairs of resamples and all components j. Between 0 and 5; higher is more stable."""
     if len(contribs) < 2:
         raise ValueError("the FSI needs at least two resamples")

@@ -1,4 +1,5 @@
-"""Trained models as mixed-integer constraints; see :mod:`explainopt.encoders.base` for the API."""
+"""Trained models as mixed-integer constraints: :func:`encode` a fitted model on a cvxpy variable; :func:`model_output`
+and :func:`model_predict` give the model's own output and class, which every counterfactual is re-checked with."""
 
 from .base import (FAMILIES, Encoding, as_bounds, encode, model_family, model_output, model_predict, register,
                    supported_models)

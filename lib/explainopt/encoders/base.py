@@ -26,6 +26,7 @@ import numpy as np
 _ENCODERS: dict[type, "_Family"] = {}
 
 
+#: The model families (:func:`model_family`) that encoders register under.
 FAMILIES = ("linear", "tree", "ensemble", "network", "interval-network", "anomaly", "pipeline")
 
 
@@ -72,7 +73,7 @@ class Encoding:
 
 def register(*model_types: type, family: str, output: Callable, predict: Callable) -> Callable:
     """Decorator registering an encoder function for `model_types` of a `family` (one of
-    :data:`FAMILIES`), with the model's own `output` and `predict` functions (both
+    ``FAMILIES``), with the model's own `output` and `predict` functions (both
     ``(model, X) -> array``) used to verify what the encoding claims."""
     if family not in FAMILIES:
         raise ValueError(f"family {family!r} not in {FAMILIES}")
@@ -97,7 +98,7 @@ def _family(model) -> _Family:
 
 
 def model_family(model) -> str:
-    """The family of a supported model (:data:`FAMILIES`); TypeError names the supported models."""
+    """The family of a supported model (``FAMILIES``); TypeError names the supported models."""
     return _family(model).name
 
 

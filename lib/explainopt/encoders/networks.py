@@ -528,7 +528,7 @@ class IntervalNetwork:
 
     def layer_bounds(self, x) -> list[tuple[np.ndarray, np.ndarray]]:
         """Bounds ``(l, u)`` of every layer's pre-activations over all shifted networks at the point
-        `x` >= 0 (:func:`propagate_bounds` with this delta); the last layer's are :meth:`bounds`."""
+        `x` >= 0 (``explainopt.encoders.networks.propagate_bounds`` with this delta); the last layer's are :meth:`bounds`."""
         x = self._check_inputs(x)
         if len(x) != 1:
             raise ValueError(f"layer_bounds takes one point; got {len(x)} rows (bounds() takes many)")

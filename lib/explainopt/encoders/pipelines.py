@@ -4,8 +4,8 @@ A ``Pipeline`` whose steps before the model are ``StandardScaler``, ``MinMaxScal
 ``MaxAbsScaler``, ``OneHotEncoder`` on raw numeric columns, ``'passthrough'``, or a ``ColumnTransformer``
 (or nested Pipeline) of those, maps the user's features ``x`` column by column to the model's input
 ``z``: every column of ``z`` is ``a * x_i + c`` (scalers, passthrough) or ``a * [x_i == v] + c`` (a
-one-hot column of category ``v``, then scaled). :func:`column_map` reads that map from the fitted
-steps. :func:`encode_pipeline` keeps the decision variable ``x`` in the user's space and encodes the
+one-hot column of category ``v``, then scaled). :func:`~explainopt.encoders.column_map` reads that map from the fitted
+steps. The encoder (``encode(pipeline, x, ...)``) keeps the decision variable ``x`` in the user's space and encodes the
 model on ``z = A x + B u + c``, where ``u`` holds one binary per category of each one-hot encoded
 column (``sum u = 1``, ``x_i = categories @ u``), so that ``x_i`` takes one of its categories and every
 indicator is exact. The model's big-M constants come from the bounds of ``z`` over the box of ``x``.
@@ -14,7 +14,7 @@ Distances, bounds and the counterfactual are all in the space of ``x``.
 Anything else in a Pipeline (a non-affine transformer, an imputer, a clipping scaler) is refused with
 a TypeError naming the step. After a solve, :meth:`PipelineEncoding.repair` sets each one-hot encoded
 column to the category its binaries chose and snaps a tree model's input onto the side of every split
-the solver chose (:func:`~explainopt.encoders.trees.snap_to_chosen_leaves`, in the model's input
+the solver chose (:func:`~explainopt.encoders.snap_to_chosen_leaves`, in the model's input
 space, mapped back through the column's scale).
 """
 
@@ -177,7 +177,8 @@ def _apply(name: str, step, columns: ColumnMap) -> ColumnMap:
 
 
 def column_map(pipeline: Pipeline) -> ColumnMap:
-    """The preprocessing of a fitted `pipeline` (every step but the last) as a :class:`ColumnMap`;
+    """The preprocessing of a fitted `pipeline` (every step but the last) as a
+    :class:`~explainopt.encoders.pipelines.ColumnMap`;
     TypeError naming the first step that is not affine preprocessing."""
     if not hasattr(pipeline, "n_features_in_"):
         raise ValueError("the Pipeline is not fitted: call fit(X, y) before encoding it")

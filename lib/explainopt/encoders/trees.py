@@ -69,7 +69,7 @@ class Tree:
     Node ``i`` is a leaf iff ``left[i] == -1``; otherwise it sends x left iff ``float32(x[feature[i]]) <=
     threshold[i]``. feature: model input column per node (the tree's own indices mapped through
     IsolationForest's feature subsets); threshold: the model's thresholds centred in their float32 cells
-    (:func:`float32_centred`: the same decisions, half a float32 spacing from any input); leaf_value: the
+    (``float32_centred``: the same decisions, half a float32 spacing from any input); leaf_value: the
     value per node that the model's output sums (leaves only).
     """
 
