@@ -12,7 +12,8 @@ from .networks import IntervalNetwork, delta_robust, interval_lower, network_lay
 from .trees import Tree, TreeEnsemble, gradient_boosting_offset, snap_to_chosen_leaves, tree_ensemble  # noqa: E402
 
 __all__ = [
-    "FAMILIES", "Encoding", "IntervalNetwork", "Tree", "TreeEnsemble", "as_bounds", "column_map", "encode", "gradient_boosting_offset",
-    "linear_weights", "model_family", "model_output", "model_predict", "network_layers", "preprocess", "register",
-    "snap_to_chosen_leaves", "supported_models", "torch_network", "tree_ensemble", "delta_robust", "interval_lower",
+    "FAMILIES", "Encoding", "IntervalNetwork", "Tree", "TreeEnsemble", "as_bounds", "column_map", "encode",
+    "gradient_boosting_offset", "linear_weights", "model_family", "model_output", "model_predict", "network_layers",
+    "preprocess", "register", "snap_to_chosen_leaves", "supported_models", "torch_network", "tree_ensemble",
+    "delta_robust", "interval_lower",
 ]

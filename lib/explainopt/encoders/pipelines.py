@@ -179,7 +179,20 @@ def _apply(name: str, step, columns: ColumnMap) -> ColumnMap:
 def column_map(pipeline: Pipeline) -> ColumnMap:
     """The preprocessing of a fitted `pipeline` (every step but the last) as a
     :class:`~explainopt.encoders.pipelines.ColumnMap`;
-    TypeError naming the first step that is not affine preprocessing."""
+    TypeError naming the first step that is not affine preprocessing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from explainopt.encoders import column_map
+    >>> X, y = np.array([[0.0, 10.0], [1.0, 30.0], [2.0, 10.0], [3.0, 30.0]]), [0, 0, 1, 1]
+    >>> columns = column_map(make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y))
+    >>> columns.source, np.round(columns.scale, 4), np.round(columns.offset, 4)
+    (array([0, 1]), array([0.8944, 0.1   ]), array([-1.3416, -2.    ]))
+    """
     if not hasattr(pipeline, "n_features_in_"):
         raise ValueError("the Pipeline is not fitted: call fit(X, y) before encoding it")
     columns = ColumnMap.identity(int(pipeline.n_features_in_))
@@ -190,7 +203,19 @@ def column_map(pipeline: Pipeline) -> ColumnMap:
 
 def preprocess(pipeline: Pipeline, X) -> np.ndarray:
     """The pipeline's own preprocessing (every step but the last) of the rows of `X`, as a dense array;
-    rows are given the pipeline's feature names where it was fitted on a DataFrame."""
+    rows are given the pipeline's feature names where it was fitted on a DataFrame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import MinMaxScaler
+    >>> from explainopt.encoders import preprocess
+    >>> pipeline = make_pipeline(MinMaxScaler(), LogisticRegression()).fit([[0.0, 10.0], [4.0, 30.0]], [0, 1])
+    >>> preprocess(pipeline, [1.0, 20.0])
+    array([[0.25, 0.5 ]])
+    """
     X = np.atleast_2d(np.asarray(X, dtype=float))
     names = getattr(pipeline, "feature_names_in_", None)
     Z = pipeline[:-1].transform(pd.DataFrame(X, columns=names) if names is not None else X)
@@ -242,7 +267,23 @@ class PipelineEncoding(Encoding):
 def encode_pipeline(pipeline, x, *, lower=None, upper=None, **options) -> PipelineEncoding:
     """A Pipeline of affine preprocessing and a supported model (module docstring): the model's own
     encoding and output, with x in the user's space. `options` go to the model's encoder, except
-    ``fixed``/``ball``, which would name the preprocessed space (fix features by ``lower == upper``)."""
+    ``fixed``/``ball``, which would name the preprocessed space (fix features by ``lower == upper``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from explainopt.counterfactuals import nearest_counterfactual
+    >>> X, y = np.array([[0.0, 10.0], [1.0, 30.0], [2.0, 10.0], [3.0, 30.0]]), [0, 0, 1, 1]
+    >>> pipeline = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    >>> result = nearest_counterfactual(pipeline, X[0], lower=X.min(axis=0), upper=X.max(axis=0), target=1)
+    >>> result.status, result.valid, pipeline.predict([result.x])
+    ('optimal', True, array([1]))
+    >>> bool(np.isclose(result.distance, np.abs(result.x - X[0]).sum()))  # in the user's units
+    True
+    """
     refused = sorted({"fixed", "ball"} & set(options))
     if refused:
         raise ValueError(f"{', '.join(refused)} cannot be given for a Pipeline: they would refer to the "
