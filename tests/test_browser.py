@@ -99,3 +99,15 @@ def test_no_page_asks_for_anything_on_the_network(smoke_html):
     for page in (smoke_html / "book" / "chapters").glob("*.html"):
         html = page.read_text()
         assert 'src="http' not in html and "cdn.jsdelivr" not in html, f"{page.name} loads a remote script"
+
+
+def test_the_api_reference_renders_offline_with_its_signatures_and_examples(browser, smoke_html):
+    _open(browser, smoke_html / "book" / "api.html", settle=0.5)
+    assert browser.title.startswith("API reference")
+    signatures = browser.execute_script("return document.querySelectorAll('dl.py dt.sig').length")
+    assert signatures >= 100, f"only {signatures} documented objects"
+    examples = browser.find_elements("css selector", "div.doctest")
+    assert len(examples) >= 50 and examples[0].is_displayed()
+    text = browser.find_element("tag name", "body").text
+    assert "nearest_counterfactual" in text and ":func:" not in text and ":class:" not in text
+
