@@ -116,6 +116,24 @@ def test_book_builds_without_warnings_and_shows_every_chapter(smoke_html):
 
 
 @pytest.mark.book
+def test_the_api_reference_documents_every_public_module_with_its_examples(smoke_html):
+    """book/api.md, generated from the docstrings by autodoc during the same -W -n build."""
+    page = (smoke_html / "book" / "api.html").read_text(encoding="utf-8")
+    for name in ("explainopt.counterfactuals.nearest_counterfactual", "explainopt.encoders.encode",
+                 "explainopt.encoders.column_map", "explainopt.attributions.solve_explanations",
+                 "explainopt.clemo.fit_clemo", "explainopt.solvers.solve", "explainopt.experiments.run_grid"):
+        assert f'id="{name}"' in page, f"{name} is not on the API page"
+    assert page.count('class="rubric">Examples<') >= 50, "the Examples sections did not render"
+    assert page.count('<div class="doctest highlight') >= 50, "the examples are not shown as code"
+    assert "<p>Parameters</p>" not in page and "----------" not in page, "a NumPy section rendered as text"
+
+
+def test_the_api_reference_is_in_the_table_of_contents():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    assert "book/api" in [entry["file"] for part in toc["parts"] for entry in part["chapters"]]
+
+
+@pytest.mark.book
 def test_the_built_book_numbers_exercises_per_chapter_and_prints_no_leftovers(smoke_html):
     numbers = book.chapter_numbers()
     for notebook in NOTEBOOKS:

@@ -153,3 +153,15 @@ def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser
     assert not view["broken"], f"a broken table row: {view['broken']}"
     assert not view["wide"], f"wider than the {view['column']:.0f} px column: {view['wide']}"
     assert not view["small"], f"a figure shown too small: {view['small']}"
+
+
+def test_the_api_reference_renders_offline_with_its_signatures_and_examples(browser, smoke_html):
+    _open(browser, smoke_html / "book" / "api.html", settle=0.5)
+    assert browser.title.startswith("API reference")
+    signatures = browser.execute_script("return document.querySelectorAll('dl.py dt.sig').length")
+    assert signatures >= 100, f"only {signatures} documented objects"
+    examples = browser.find_elements("css selector", "div.doctest")
+    assert len(examples) >= 50 and examples[0].is_displayed()
+    text = browser.find_element("tag name", "body").text
+    assert "nearest_counterfactual" in text and ":func:" not in text and ":class:" not in text
+

@@ -3,7 +3,7 @@
 The transductive setting of the paper: all N input points X are known, an explanation is a matrix
 E ∈ R^{N×D} (one feature attribution per point) and the target is the gradient ∇f at each point.
 The module works on any points and gradients a reader brings; the paper's toy functions, grids and
-experiments are the protocol of chapter 1 (:mod:`explainopt.chapters.optimizing_explanations`).
+experiments are the protocol of chapter 1 (``explainopt.chapters.optimizing_explanations``).
 
 - The losses of **Table 2**: faithfulness ``Σ_n ‖∇f_n − E_n‖²``; max-sensitivity, local stability
   and average sensitivity over the neighbourhood ``‖X_n − X_n'‖ ≤ u`` (:func:`neighbourhood`). Each
@@ -46,13 +46,21 @@ log = logging.getLogger(__name__)
 
 #: Robustness losses of Table 2 (plus the squared reading of average sensitivity).
 METRICS = ("max_sensitivity", "local_stability", "average_sensitivity")
+#: Every robustness loss :func:`robustness_loss` evaluates.
 ALL_METRICS = METRICS + ("average_sensitivity_squared",)
 #: Relative slack when comparing a distance with the radius u (grid distances equal u exactly).
 RADIUS_RTOL = 1e-9
 
 
 def as_points(X) -> np.ndarray:
-    """The input points as a finite float array of shape (N, D); ValueError otherwise."""
+    """The input points as a finite float array of shape (N, D); ValueError otherwise.
+
+    Examples
+    --------
+    >>> from explainopt.attributions import as_points
+    >>> as_points([[0, 1], [2, 3]]).dtype
+    dtype('float64')
+    """
     X = np.asarray(X, dtype=float)
     if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
         raise ValueError(f"input points must be a non-empty 2-d array (N, D); got shape {X.shape}")
@@ -62,7 +70,14 @@ def as_points(X) -> np.ndarray:
 
 
 def grid_spacing(X) -> float:
-    """Smallest pairwise Euclidean distance between the points (the step of a grid)."""
+    """Smallest pairwise Euclidean distance between the points (the step of a grid).
+
+    Examples
+    --------
+    >>> from explainopt.attributions import grid_spacing
+    >>> grid_spacing([[0.0, 0.0], [0.0, 0.5], [1.0, 1.0]])
+    0.5
+    """
     X = as_points(X)
     if len(X) < 2:
         raise ValueError("need at least two points to define a spacing")
@@ -70,7 +85,17 @@ def grid_spacing(X) -> float:
 
 
 def check_metric(metric: str) -> str:
-    """`metric` if it names a robustness loss (one of :data:`ALL_METRICS`); ValueError otherwise."""
+    """`metric` if it names a robustness loss (one of :data:`ALL_METRICS`); ValueError otherwise.
+
+    Examples
+    --------
+    >>> from explainopt.attributions import check_metric
+    >>> try:
+    ...     check_metric("max_gradient")
+    ... except ValueError as error:
+    ...     print(error)
+    unknown robustness metric 'max_gradient'; expected one of ['max_sensitivity', ...]
+    """
     if metric not in ALL_METRICS:
         raise ValueError(f"unknown robustness metric {metric!r}; expected one of {list(ALL_METRICS)}")
     return metric
@@ -100,7 +125,18 @@ class Neighbourhood:
 
 
 def neighbourhood(X, *, radius: float) -> Neighbourhood:
-    """Pairs of points within distance `radius` of each other (vectorised, no loops over pairs)."""
+    """Pairs of points within distance `radius` of each other (vectorised, no loops over pairs).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> nb = xa.neighbourhood(X, radius=0.5)
+    >>> nb.n_pairs, nb.counts[:3], nb.difference.shape
+    (12, array([3, 4, 3]), (12, 9))
+    """
     X = as_points(X)
     radius = _radius(radius)
     n = len(X)
@@ -151,14 +187,34 @@ def _dense_differences(E) -> np.ndarray:
 
 
 def faithfulness_loss(E, gradients) -> float:
-    """``L_faithful(E) = Σ_n ‖∇f_n − E_n‖²`` (Table 2)."""
+    """``L_faithful(E) = Σ_n ‖∇f_n − E_n‖²`` (Table 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> xa.faithfulness_loss(G, G), round(xa.faithfulness_loss(np.zeros_like(G), G), 4)
+    (0.0, 18.1875)
+    """
     G = _explanations(gradients, name="gradients")
     E = _explanations(E, G)
     return float(np.sum((E - G) ** 2))
 
 
 def max_sensitivity_loss(E, X, *, radius: float) -> float:
-    """``Σ_n max_{n': ‖X_n − X_n'‖ ≤ u} ‖E_n − E_n'‖`` (Table 2, Appendix C eq. (1)); dense evaluation."""
+    """``Σ_n max_{n': ‖X_n − X_n'‖ ≤ u} ‖E_n − E_n'‖`` (Table 2, Appendix C eq. (1)); dense evaluation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> round(xa.max_sensitivity_loss(G, X, radius=0.5), 4)
+    9.0
+    """
     X = as_points(X)
     E = _explanations(E, X)
     _, mask = _dense_neighbours(X, radius)
@@ -166,7 +222,17 @@ def max_sensitivity_loss(E, X, *, radius: float) -> float:
 
 
 def local_stability_loss(E, X, *, radius: float) -> float:
-    """``Σ_n max_{n' ≠ n: ‖X_n − X_n'‖ ≤ u} ‖E_n − E_n'‖ / ‖X_n − X_n'‖`` (Table 2, eq. (8))."""
+    """``Σ_n max_{n' ≠ n: ‖X_n − X_n'‖ ≤ u} ‖E_n − E_n'‖ / ‖X_n − X_n'‖`` (Table 2, eq. (8)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> round(xa.local_stability_loss(G, X, radius=0.5), 4)
+    18.0
+    """
     X = as_points(X)
     E = _explanations(E, X)
     dist, mask = _dense_neighbours(X, radius)
@@ -179,6 +245,17 @@ def average_sensitivity_loss(E, X, *, radius: float, squared: bool = False) -> f
     """``Σ_n Σ_n' ‖E_n − E_n'‖ p_n(n')``, p_n uniform on n's neighbourhood (Appendix C eq. (9)).
 
     ``squared=True`` uses ``‖E_n − E_n'‖²`` as Table 2 writes it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> round(xa.average_sensitivity_loss(G, X, radius=0.5), 4)
+    4.85
+    >>> round(xa.average_sensitivity_loss(G, X, radius=0.5, squared=True), 4)
+    4.2438
     """
     X = as_points(X)
     E = _explanations(E, X)
@@ -188,7 +265,17 @@ def average_sensitivity_loss(E, X, *, radius: float, squared: bool = False) -> f
 
 
 def robustness_loss(E, X, *, radius: float, metric: str) -> float:
-    """NumPy evaluation of the robustness loss called `metric` (one of :data:`ALL_METRICS`)."""
+    """NumPy evaluation of the robustness loss called `metric` (one of :data:`ALL_METRICS`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> xa.robustness_loss(G, X, radius=0.5, metric="max_sensitivity") == xa.max_sensitivity_loss(G, X, radius=0.5)
+    True
+    """
     check_metric(metric)
     if metric == "max_sensitivity":
         return max_sensitivity_loss(E, X, radius=radius)
@@ -208,7 +295,20 @@ class ConvexLoss:
 
 
 def faithfulness_expression(E: cp.Expression, gradients) -> cp.Expression:
-    """``Σ_n ‖∇f_n − E_n‖²`` as a cvxpy expression."""
+    """``Σ_n ‖∇f_n − E_n‖²`` as a cvxpy expression.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> import cvxpy as cp
+    >>> E = cp.Variable(G.shape)
+    >>> E.value = np.zeros_like(G)
+    >>> round(float(xa.faithfulness_expression(E, G).value), 4)
+    18.1875
+    """
     return cp.sum_squares(E - _explanations(gradients, name="gradients"))
 
 
@@ -222,6 +322,20 @@ def robustness_expression(E: cp.Expression, X, *, radius: float, metric: str,
     - local stability (Appendix C.2): the same with ``t_p / ‖X_i − X_j‖``;
     - average sensitivity (Appendix C.3, eq. (9)): ``Σ_p (1/|N_i| + 1/|N_j|) t_p`` (linear in t);
       the squared reading sums ``t_p²`` with the same weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> import cvxpy as cp
+    >>> E = cp.Variable(G.shape)
+    >>> loss = xa.robustness_expression(E, X, radius=0.5, metric="max_sensitivity")
+    >>> problem = cp.Problem(cp.Minimize(loss.expression), loss.constraints + [E == G])
+    >>> _ = problem.solve(solver="CLARABEL")
+    >>> round(float(problem.value), 4)  # equals max_sensitivity_loss(G, X, radius=0.5)
+    9.0
     """
     check_metric(metric)
     nb = neighbours or neighbourhood(X, radius=radius)
@@ -244,7 +358,18 @@ def robustness_expression(E: cp.Expression, X, *, radius: float, metric: str,
 # =========================================================================== Section 3.2: the problem
 
 def max_faithfulness_loss(gradients) -> float:
-    """``L_faithful^max``: the loss of the constant mean-gradient explanation (Section 3.2)."""
+    """``L_faithful^max``: the loss of the constant mean-gradient explanation (Section 3.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> constant = np.tile(G.mean(axis=0), (len(G), 1))  # the mean gradient at every point
+    >>> bool(np.isclose(xa.max_faithfulness_loss(G), xa.faithfulness_loss(constant, G)))
+    True
+    """
     G = _explanations(gradients, name="gradients")
     return faithfulness_loss(np.broadcast_to(G.mean(axis=0), G.shape), G)
 
@@ -291,6 +416,19 @@ def solve_explanations(X, gradients, *, radius: float, metric: str, eta: float, 
     ``pointwise=True`` replaces the global constraint by ``‖E_n − ∇f_n‖² ≤ η / N`` for every n (the
     pointwise metrics the paper's conclusion calls for; it implies the global constraint). `solver`
     follows :func:`explainopt.solvers.solve` (None or ``"auto"``: ``$EXPLAINOPT_SOLVER``, else Clarabel).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import attributions as xa
+    >>> X = np.array([[a, b] for a in (0.0, 0.5, 1.0) for b in (0.0, 0.5, 1.0)])
+    >>> G = np.column_stack([2 * X[:, 0], -X[:, 1] ** 2])
+    >>> eta = 0.2 * xa.max_faithfulness_loss(G)
+    >>> result = xa.solve_explanations(X, G, radius=0.5, metric="max_sensitivity", eta=eta, solver="clarabel")
+    >>> result.status, bool(result.faithfulness <= eta * (1 + 1e-6))
+    ('optimal', True)
+    >>> bool(result.robustness < xa.max_sensitivity_loss(G, X, radius=0.5))  # more robust than the gradients
+    True
     """
     X = as_points(X)
     G = _explanations(gradients, X, name="gradients")
@@ -333,6 +471,13 @@ def top_features(E, *, rtol: float = 0.0) -> np.ndarray:
 
     With ``rtol = 0`` only exact ties share the top; ``rtol > 0`` also counts features within
     ``rtol · max_d |E_n,d|`` of the largest (solver round-off on features that tie in ∇f).
+
+    Examples
+    --------
+    >>> from explainopt.attributions import top_features
+    >>> top_features([[1.0, -3.0], [2.0, 2.0]])
+    array([[False,  True],
+           [ True,  True]])
     """
     A = np.abs(_explanations(E))
     if not rtol >= 0:
@@ -348,6 +493,12 @@ def agreement_rate(*explanations, rtol: float = 0.0) -> float:
     across all explanations"; most important = largest absolute attribution. Two or more explanations
     agree at a point when a feature is top in all of them (with ``rtol = 0`` and no exact ties this is
     ``argmax_d |E_n,d|`` being equal). For D = 1 the rate is 1.
+
+    Examples
+    --------
+    >>> from explainopt.attributions import agreement_rate
+    >>> agreement_rate([[1.0, -3.0], [2.0, 1.0]], [[0.5, 2.0], [0.1, 1.0]])
+    0.5
     """
     if len(explanations) < 2:
         raise ValueError(f"agreement needs at least two explanations; got {len(explanations)}")
@@ -359,7 +510,14 @@ def agreement_rate(*explanations, rtol: float = 0.0) -> float:
 
 
 def tied_top_share(gradients, *, rtol: float = 1e-9) -> float:
-    """Share of points whose gradient has two or more (numerically) tied most important features."""
+    """Share of points whose gradient has two or more (numerically) tied most important features.
+
+    Examples
+    --------
+    >>> from explainopt.attributions import tied_top_share
+    >>> tied_top_share([[1.0, -3.0], [2.0, 2.0]])
+    0.5
+    """
     return float((top_features(gradients, rtol=rtol).sum(axis=1) > 1).mean())
 
 
@@ -369,6 +527,12 @@ def chance_agreement(gradients, n_explanations: int = 3, *, rtol: float = 1e-9) 
     At a point whose gradient has k tied most important features, `n_explanations` independent uniform
     picks coincide with probability ``k^{1 − n_explanations}``; points without ties count 1. This is the
     level that argmax agreement falls to when round-off alone decides between tied features.
+
+    Examples
+    --------
+    >>> from explainopt.attributions import chance_agreement
+    >>> chance_agreement([[1.0, -3.0], [2.0, 2.0]], n_explanations=3)  # (1 + 2 ** -2) / 2
+    0.625
     """
     if n_explanations < 2:
         raise ValueError(f"n_explanations must be >= 2; got {n_explanations!r}")

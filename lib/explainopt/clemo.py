@@ -24,9 +24,9 @@ What this module offers, with the paper's equations:
 - Stability over resamples: :func:`contributions`, :func:`stability` (std and normalized std of the
   top-5 contributions) and :func:`feature_stability_index` (FSI of Appendix A.4.2).
 
-Every fit names what solved it in :attr:`Surrogate.solver` (``scipy-slsqp``, ``scipy-lbfgsb``, ``clemo-dual``
+Every fit names what solved it in ``Surrogate.solver`` (``scipy-slsqp``, ``scipy-lbfgsb``, ``clemo-dual``
 or the cvxpy solver of the convex path), and every data set the algorithm that solved its samples
-(:attr:`ClemoData.solver`).
+(``ClemoData.solver``).
 """
 
 from __future__ import annotations
@@ -92,7 +92,16 @@ class ClemoData:
 
 
 def rbf_weights(theta: np.ndarray, *, kernel: str = "code") -> tuple[np.ndarray, float]:
-    """RBF proximity weights of eq. (11) w.r.t. the first row θ0; width ν = mean distance (Algorithm 2)."""
+    """RBF proximity weights of eq. (11) w.r.t. the first row θ0; width ν = mean distance (Algorithm 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.clemo import rbf_weights
+    >>> weights, width = rbf_weights(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0]]))
+    >>> np.round(weights, 4), width
+    (array([1.    , 0.7548, 0.0796]), 1.3333333333333333)
+    """
     d = np.linalg.norm(theta - theta[0], axis=1)
     width = float(d.mean())
     if width <= 0:
@@ -121,6 +130,16 @@ def build_dataset(problem, *, n_samples: int = 1000, random_state=None, explaine
     explained : indices of decision variables to explain (default: ``problem.default_explained``);
         binary components constant over all samples are dropped (as the authors do) and take their
         true values in the coherence terms.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> data.X.shape, data.component_names, data.solver  # 8 features of theta and an intercept
+    ((50, 9), ['f', 'x0', 'x1', 'x2', 'x3'], 'highs')
     """
     thetas = problem.sample(n_samples, random_state=random_state)
     start = time.perf_counter()
@@ -132,7 +151,18 @@ def build_dataset(problem, *, n_samples: int = 1000, random_state=None, explaine
 def dataset_from_solutions(problem, thetas: np.ndarray, solutions, *, explained=None, kernel: str = "code",
                            drop_constant_binary: bool = True, solve_time: float = 0.0) -> ClemoData:
     """The data set of Algorithm 2 from samples θ (θ0 first) and the problem's solutions of them
-    (:class:`~explainopt.problems.Solution` objects, in the order of `thetas`)."""
+    (:class:`~explainopt.problems.Solution` objects, in the order of `thetas`).
+
+    Examples
+    --------
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack, solve_many
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")
+    >>> thetas = problem.sample(20, random_state=0)
+    >>> data = clemo.dataset_from_solutions(problem, thetas, solve_many(problem, thetas))
+    >>> data.n_samples, data.y.shape
+    (20, (20, 5))
+    """
     thetas = np.atleast_2d(np.asarray(thetas, dtype=float))
     if len(solutions) != len(thetas):
         raise ValueError(f"{len(solutions)} solutions for {len(thetas)} samples")
@@ -177,12 +207,33 @@ def _apply_T(Ae, G):
 
 
 def sigmoid(z):
+    """The logistic function ``1 / (1 + exp(-z))``, written with tanh so that no exp overflows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.clemo import sigmoid
+    >>> sigmoid(np.array([-1000.0, 0.0, 1000.0]))
+    array([0. , 0.5, 1. ])
+    """
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
 def predict(data: ClemoData, B: np.ndarray, *, features: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(g_f, g_x)`` of the linear/logistic surrogate with coefficients B (features+1, 1+q), at the data
-    set's samples or at other `features` (rows of ``problem.features(θ)``, without the intercept)."""
+    set's samples or at other `features` (rows of ``problem.features(θ)``, without the intercept).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> f_hat, x_hat = clemo.predict(data, clemo.fit_lr(data).coef)
+    >>> f_hat.shape, x_hat.shape
+    ((50,), (50, 4))
+    """
     X = data.X if features is None else np.column_stack([features, np.ones(len(features))])
     Z = X @ B
     xh = Z[:, 1:].copy()
@@ -196,6 +247,17 @@ def loss_terms(data: ClemoData, f_hat: np.ndarray, x_hat: np.ndarray, *, Z_binar
     A1: Σ w (squared errors of the objective and continuous decisions), eq. (7);
     A2: Σ w (log-loss of binary decisions) (probabilities clipped to [1e-12, 1 − 1e-12] unless the
     logits ``Z_binary`` are given); C1: Σ w (g_f − f(g_x; θ))²; C2: Σ w δ(g_x, X(θ)).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> terms = clemo.loss_terms(data, data.objective, data.decisions[:, data.explained])  # the true values
+    >>> bool(max(abs(value) for value in terms.values()) < 1e-9)  # exact and coherent
+    True
     """
     w, y = data.weights, data.y
     A1 = np.sum(w * (f_hat - y[:, 0]) ** 2)
@@ -218,13 +280,33 @@ def loss_terms(data: ClemoData, f_hat: np.ndarray, x_hat: np.ndarray, *, Z_binar
 
 
 def linear_loss_terms(data: ClemoData, B: np.ndarray) -> dict:
+    """The loss terms (:func:`loss_terms`) of the linear/logistic surrogate with coefficients `B`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> lr = clemo.fit_lr(data)
+    >>> clemo.linear_loss_terms(data, lr.coef) == lr.terms
+    True
+    """
     Z = data.X @ B
     f_hat, x_hat = predict(data, B)
     return loss_terms(data, f_hat, x_hat, Z_binary=Z[:, 1:][:, data.binary])
 
 
 def total_loss(terms: dict, lambdas: dict) -> float:
-    """λ_A1 A1 + λ_A2 A2 + λ_C1 R_C1 + λ_C2 R_C2 (Section 4, "Setup")."""
+    """λ_A1 A1 + λ_A2 A2 + λ_C1 R_C1 + λ_C2 R_C2 (Section 4, "Setup").
+
+    Examples
+    --------
+    >>> from explainopt.clemo import total_loss
+    >>> total_loss({"A1": 2.0, "A2": 0.0, "C1": 1.0, "C2": 4.0}, {"A1": 1.0, "A2": 1.0, "C1": 0.5, "C2": 0.25})
+    3.5
+    """
     return float(sum(lambdas[k] * terms[k] for k in TERMS))
 
 
@@ -233,6 +315,12 @@ def balance_lambdas(terms: dict, *, rule: str = "paper", floor: float = 1e-3) ->
 
     ``paper``: λ_j = 1 for the largest term and for zero terms, else 0.5 L_max / L_j. ``code`` (the
     authors' knapsack script): λ_A = 1, λ_C = round(0.5 (A1 + A2) / max(L_C, 10⁻³), 1).
+
+    Examples
+    --------
+    >>> from explainopt.clemo import balance_lambdas
+    >>> balance_lambdas({"A1": 8.0, "A2": 0.0, "C1": 2.0, "C2": 1.0})
+    {'A1': 1.0, 'A2': 1.0, 'C1': 2.0, 'C2': 4.0}
     """
     if rule == "paper":
         L_max = max(terms.values())
@@ -245,7 +333,21 @@ def balance_lambdas(terms: dict, *, rule: str = "paper", floor: float = 1e-3) ->
 
 
 def loss_and_gradient(data: ClemoData, B: np.ndarray, lambdas: dict) -> tuple[float, np.ndarray]:
-    """The total loss of eq. (10) and its (sub)gradient with respect to B."""
+    """The total loss of eq. (10) and its (sub)gradient with respect to B.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> B, lambdas = clemo.fit_lr(data).coef, {"A1": 1.0, "A2": 1.0, "C1": 1.0, "C2": 1.0}
+    >>> loss, gradient = clemo.loss_and_gradient(data, B, lambdas)
+    >>> terms = clemo.linear_loss_terms(data, B)
+    >>> gradient.shape == B.shape, bool(np.isclose(loss, clemo.total_loss(terms, lambdas)))
+    (True, True)
+    """
     w, y = data.weights, data.y
     Z = data.X @ B
     f_hat, x_hat = Z[:, 0], Z[:, 1:].copy()
@@ -300,7 +402,19 @@ class Surrogate:
 
 def fit_lr(data: ClemoData, *, C: float = 1.0) -> Surrogate:
     """The LR benchmark (eq. (5)): weighted least squares per continuous component, sklearn logistic
-    regression (L2, C=1 as the authors' code; the paper says "no regularization") per binary one."""
+    regression (L2, C=1 as the authors' code; the paper says "no regularization") per binary one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> lr = clemo.fit_lr(data)
+    >>> lr.method, lr.coef.shape  # (features + intercept, objective + decisions)
+    ('LR', (9, 5))
+    """
     start = time.perf_counter()
     sw = np.sqrt(data.weights)[:, None]
     y = data.y
@@ -317,7 +431,19 @@ def fit_lr(data: ClemoData, *, C: float = 1.0) -> Surrogate:
 
 
 def fit_dtr(data: ClemoData, *, max_depth: int = 5, min_samples_leaf: int = 50, random_state=0) -> Surrogate:
-    """The DTR benchmark: one regression tree per component (Section 4.2)."""
+    """The DTR benchmark: one regression tree per component (Section 4.2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> dtr = clemo.fit_dtr(data, max_depth=3, min_samples_leaf=10)
+    >>> dtr.method, dtr.importances.shape
+    ('DTR', (5, 8))
+    """
     start = time.perf_counter()
     preds, imps = [], []
     for j in range(data.y.shape[1]):
@@ -554,6 +680,19 @@ def fit_clemo(data: ClemoData, *, method: str = "slsqp", warm_start: Surrogate |
         dual fit whose certified gap exceeds :data:`DUAL_GAP_TOL` of its loss is solved again by the primal path.
     solver : for the ``primal`` convex path: the solver of :func:`explainopt.solvers.solve` (None or
         ``"auto"``: the default). Naming one sends ``auto`` to the primal path.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> lr, fit = clemo.fit_lr(data), clemo.fit_clemo(data, method="convex")
+    >>> fit.status, fit.solver
+    ('optimal', 'clemo-dual')
+    >>> bool(fit.terms["C1"] + fit.terms["C2"] < lr.terms["C1"] + lr.terms["C2"])  # more coherent than LR
+    True
     """
     if method not in ("slsqp", "lbfgs", "convex"):
         raise ValueError(f"method={method!r}: expected 'slsqp', 'lbfgs' or 'convex'")
@@ -594,14 +733,33 @@ def fit_clemo(data: ClemoData, *, method: str = "slsqp", warm_start: Surrogate |
 
 def contributions(surrogate: Surrogate, data: ClemoData) -> np.ndarray:
     """Feature contributions per component (1+q, features): β_ck·θ0_k for linear surrogates (at the
-    present problem, intercept excluded), feature importances for trees."""
+    present problem, intercept excluded), feature importances for trees.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt import clemo
+    >>> from explainopt.problems import Knapsack
+    >>> problem = Knapsack([10.0, 7.0, 4.0, 3.0], [5.0, 4.0, 3.0, 2.0], solver="highs")  # capacity 1
+    >>> data = clemo.build_dataset(problem, n_samples=50, random_state=0)
+    >>> clemo.contributions(clemo.fit_lr(data), data).shape  # (objective + 4 decisions, 8 features)
+    (5, 8)
+    """
     if surrogate.coef is not None:
         return (surrogate.coef[:-1, :] * data.X[0, :-1, None]).T
     return surrogate.importances
 
 
 def top_features(contrib: np.ndarray, k: int, *, eps: float = 1e-3) -> list[set]:
-    """Per component, the k features with the largest |contribution| above `eps` (fewer if not enough)."""
+    """Per component, the k features with the largest ``|contribution|`` above `eps` (fewer if not enough).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.clemo import top_features
+    >>> [sorted(int(j) for j in top) for top in top_features(np.array([[0.5, -2.0, 0.0], [1.0, 0.2, 0.3]]), 2)]
+    [[0, 1], [0, 2]]
+    """
     out = []
     for row in np.abs(contrib):
         order = [j for j in np.argsort(-row, kind="stable") if row[j] > eps]
@@ -610,8 +768,17 @@ def top_features(contrib: np.ndarray, k: int, *, eps: float = 1e-3) -> list[set]
 
 
 def stability(contribs: list[np.ndarray], *, top: int = 5, eps: float = 1e-3) -> dict:
-    """Std and normalized std |std/mean| over resamples of the top-`top` contributions (by |mean|, with
-    |mean| > eps) of each component, averaged over components and features."""
+    """Std and normalized std ``|std/mean|`` over resamples of the top-`top` contributions (by ``|mean|``,
+    with ``|mean| > eps``) of each component, averaged over components and features.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.clemo import stability
+    >>> resamples = [np.array([[1.0, -2.0]]), np.array([[1.2, -2.0]]), np.array([[0.8, -2.0]])]
+    >>> {name: round(value, 4) for name, value in stability(resamples, top=2).items()}
+    {'std': 0.0816, 'normalized_std': 0.0816}
+    """
     C = np.stack(contribs)                      # (R, components, features)
     mean, std = C.mean(axis=0), C.std(axis=0)
     stds, norms = [], []
@@ -624,8 +791,18 @@ def stability(contribs: list[np.ndarray], *, top: int = 5, eps: float = 1e-3) ->
 
 
 def feature_stability_index(contribs: list[np.ndarray], *, k_max: int = 5, eps: float = 1e-3) -> float:
-    """FSI (Appendix A.4.2): Σ_{k=1..5} of the mean (k, j)-concordance |F_kj^r1 ∩ F_kj^r2| / k over all
-    pairs of resamples and all components j. Between 0 and 5; higher is more stable."""
+    """FSI (Appendix A.4.2): Σ_{k=1..5} of the mean (k, j)-concordance ``|F_kj^r1 ∩ F_kj^r2| / k`` over all
+    pairs of resamples and all components j. Between 0 and 5; higher is more stable.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.clemo import feature_stability_index
+    >>> same = [np.array([[3.0, 2.0, 1.0]])] * 2
+    >>> swapped = [np.array([[3.0, 2.0, 1.0]]), np.array([[2.0, 3.0, 1.0]])]
+    >>> feature_stability_index(same, k_max=3), round(feature_stability_index(swapped, k_max=3), 4)
+    (3.0, 2.0)
+    """
     if len(contribs) < 2:
         raise ValueError("the FSI needs at least two resamples")
     total = 0.0

@@ -73,7 +73,7 @@ def versions() -> dict[str, str]:
 
 
 def machine() -> str:
-    """Operating system, processor model and number of cores (:func:`~explainopt.numerics.code_paths`
+    """Operating system, processor model and number of cores (``explainopt.numerics.code_paths``
     records the code paths too)."""
     return f"{platform.system()} {platform.machine()}, {cpu_model()}, {os.cpu_count()} cores"
 
@@ -536,7 +536,7 @@ class ResultStore:
         atomic_write_bytes(self.path(func), data)
 
     def claim(self, func: Callable, config: dict):
-        """A claim on one cell while this process computes it (:class:`CellClaim`), so that two runners on
+        """A claim on one cell while this process computes it (``CellClaim``), so that two runners on
         one store never compute the same cell; None if another process holds it."""
         claim = CellClaim(self.folder / ".claims" / f"{func.__name__}-{config_key(func, config)}")
         return claim if claim.acquire() else None
@@ -578,7 +578,7 @@ TOLERANCE = 1e-5
 
 
 def limited(result) -> bool:
-    """Whether a limit decided some part of `result` (a status in :data:`LIMITED` anywhere in it)."""
+    """Whether a limit decided some part of `result` (a status in ``LIMITED`` anywhere in it)."""
     if isinstance(result, dict):
         return any(limited(v) for v in result.values())
     if isinstance(result, (list, tuple)):
@@ -778,7 +778,8 @@ def run_grid(
     Parameters
     ----------
     func : a module-level function (picklable for process-based workers).
-    configs : dicts of keyword arguments; each must be JSON-serializable (it names the cell).
+    configs : list of dict
+        keyword arguments; each must be JSON-serializable (it names the cell).
     cache : None, a folder (local pickles) or a :class:`ResultStore`; cells found there, computed by the
         current code, are not computed again (see :func:`chapter_cache`).
     missing : ``compute`` the cells not in the cache, or ``skip`` them (their result is None): how a

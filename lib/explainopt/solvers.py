@@ -117,7 +117,18 @@ class SolveResult:
 
 
 def problem_class(problem: cp.Problem) -> str:
-    """Classify a cvxpy problem as lp, qp, socp, milp, miqp or misocp."""
+    """Classify a cvxpy problem as lp, qp, socp, milp, miqp or misocp.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> from explainopt.solvers import problem_class
+    >>> x, z = cp.Variable(2), cp.Variable(boolean=True)
+    >>> problem_class(cp.Problem(cp.Minimize(cp.norm1(x)), [x >= 1]))  # an l1 objective is an LP
+    'lp'
+    >>> problem_class(cp.Problem(cp.Minimize(cp.norm2(x) + z)))
+    'misocp'
+    """
     integer = problem.is_mixed_integer()
     if problem.is_dcp() and problem.is_qp():
         kind = "lp" if problem.objective.expr.is_pwl() else "qp"  # l1 / l-inf objectives are LPs
@@ -146,7 +157,14 @@ def probe(name: str) -> tuple[bool, str]:
 
 
 def solver_available(name: str) -> bool:
-    """Whether `name` is installed and licensed (probed once per process)."""
+    """Whether `name` is installed and licensed (probed once per process).
+
+    Examples
+    --------
+    >>> from explainopt.solvers import solver_available
+    >>> solver_available("highs"), solver_available("clarabel")  # the open-source solvers the library installs
+    (True, True)
+    """
     ok, message = probe(name)
     if not ok:
         log.info(message)
@@ -162,6 +180,17 @@ def choose_solver(kind: str, solver: str | None = None) -> str:
     solver : a solver name (``highs``, ``clarabel``, ``scip``, ``gurobi``, ``mosek``), ``"commercial"``
         (a licensed commercial solver if any, else open source), or ``"auto"`` / None (both read
         ``EXPLAINOPT_SOLVER`` first; without it, open source first).
+
+    Examples
+    --------
+    >>> from explainopt.solvers import choose_solver
+    >>> choose_solver("milp", "highs"), choose_solver("socp", "clarabel")
+    ('highs', 'clarabel')
+    >>> try:
+    ...     choose_solver("milp", "cplex")
+    ... except ValueError as error:
+    ...     print(error)
+    unknown solver 'cplex'; expected one of [...], 'auto' or 'commercial'
     """
     if kind not in CAPABLE:
         raise ValueError(f"unknown problem class {kind!r}; expected one of {sorted(CAPABLE)}")
@@ -279,6 +308,15 @@ def solve(
         Parameters also skips its compilation (cvxpy caches it per problem object).
     options : solver-specific options in the solver's own names (e.g. ``{"mip_heuristic_effort": 0}``
         for HiGHS), applied over the ones above to the solver that runs; a fallback solver gets none.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> from explainopt.solvers import solve
+    >>> x = cp.Variable(2, integer=True)
+    >>> result = solve(cp.Problem(cp.Minimize(cp.sum(x)), [x >= 1.5, x <= 4]), solver="highs")
+    >>> result.status, float(result.objective), result.solver, x.value
+    ('optimal', 4.0, 'highs', array([2., 2.]))
     """
     kind = problem_class(problem)
     name = choose_solver(kind, solver)
@@ -405,6 +443,20 @@ class MatrixMILP:
 
     bounded : the caller knows the feasible set is bounded, so a presolve answer "infeasible or
         unbounded" means infeasible; otherwise the solver decides it once more without that reduction.
+
+    Examples
+    --------
+    >>> from explainopt.solvers import MatrixMILP
+    >>> milp = MatrixMILP(bounded=True)
+    >>> cols = milp.add_columns(2, upper=10, cost=[1.0, 2.0], integer=True)
+    >>> milp.add_row(cols, [1.0, 1.0], lower=2.5)  # x0 + x1 >= 2.5
+    >>> first = milp.solve(solver="highs")
+    >>> first.status, first.objective, first.values
+    ('optimal', 3.0, array([3., 0.]))
+    >>> milp.add_row(cols[:1], [1.0], upper=1.0)  # grown: x0 <= 1, solved from the solver's state
+    >>> second = milp.solve(solver="highs")
+    >>> second.objective, second.values
+    (5.0, array([1., 2.]))
     """
 
     def __init__(self, *, bounded: bool = False):
@@ -474,7 +526,14 @@ class MatrixMILP:
 
 def matrix_solver(solver: str | None = None) -> str | None:
     """The solver :meth:`MatrixMILP.solve` would use for `solver`, or None when it has no
-    :class:`MatrixMILP` backend (a cvxpy model must serve then)."""
+    :class:`MatrixMILP` backend (a cvxpy model must serve then).
+
+    Examples
+    --------
+    >>> from explainopt.solvers import matrix_solver
+    >>> matrix_solver("highs")
+    'highs'
+    """
     name = choose_solver("milp", solver)
     return name if name in MATRIX_SOLVERS and _matrix_importable(name) else None
 

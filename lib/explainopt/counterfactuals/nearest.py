@@ -149,7 +149,8 @@ class CounterfactualProblem:
 
     def checked(self, solution: Solution, *, target: int, threshold: float | None = None, started: float) -> dict:
         """The fields of :class:`CounterfactualResult` for `solution`, its point checked with the true
-        model (`threshold`: see :func:`~.base.is_valid`); `started`: ``time.perf_counter()`` at the call."""
+        model (`threshold`: see :func:`~explainopt.counterfactuals.is_valid`); `started`:
+        ``time.perf_counter()`` at the call."""
         res, x = solution.result, solution.x
         fields = dict(x=x, status=res.status, solver=res.solver, fallback_from=res.fallback_from,
                       solve_time=solution.solve_time, repaired=solution.repaired)

@@ -7,11 +7,12 @@ logit). ``x`` may be any affine cvxpy expression of shape ``(n_features,)``, e.g
 perturbation scenario, so several copies of a model can live in one problem.
 
 Each model type registers its encoder with :func:`register`, together with its family (``linear``,
-``tree``, ``ensemble``, ``network``, ``interval-network``, ``anomaly``) and how to read the model's own
-output and prediction; :func:`encode`, :func:`model_family`, :func:`model_output` and
-:func:`model_predict` dispatch on the type, and nothing else in the library asks what kind of model it
-holds. The last two are what every counterfactual is re-checked with: the true model has the last
-word.
+``tree``, ``ensemble``, ``network``, ``interval-network``, ``anomaly``, ``pipeline``: a scikit-learn
+Pipeline of affine preprocessing before one of the others, :mod:`explainopt.encoders.pipelines`) and how
+to read the model's own output and prediction; :func:`encode`, :func:`model_family`,
+:func:`model_output` and :func:`model_predict` dispatch on the type, and nothing else in the library
+asks what kind of model it holds. The last two are what every counterfactual is re-checked with: the
+true model has the last word.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import numpy as np
 _ENCODERS: dict[type, "_Family"] = {}
 
 
-FAMILIES = ("linear", "tree", "ensemble", "network", "interval-network", "anomaly")
+#: The model families (:func:`model_family`) that encoders register under.
+FAMILIES = ("linear", "tree", "ensemble", "network", "interval-network", "anomaly", "pipeline")
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,16 @@ class Encoding:
 
         `threshold` overrides the model's own decision threshold on ``output`` (e.g. a robust score
         threshold tau of Forel et al.); it must be on the scale of ``output``.
+
+        Examples
+        --------
+        >>> import cvxpy as cp
+        >>> from sklearn.linear_model import LogisticRegression
+        >>> from explainopt.encoders import encode
+        >>> model = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+        >>> enc = encode(model, cp.Variable(1), lower=0, upper=3)
+        >>> print(enc.threshold, len(enc.predicts(1)), len(enc.predicts(0, margin=0.5)))
+        0.0 1 1
         """
         tau = self.threshold if threshold is None else threshold
         if target == 1:
@@ -71,8 +83,18 @@ class Encoding:
 
 def register(*model_types: type, family: str, output: Callable, predict: Callable) -> Callable:
     """Decorator registering an encoder function for `model_types` of a `family` (one of
-    :data:`FAMILIES`), with the model's own `output` and `predict` functions (both
-    ``(model, X) -> array``) used to verify what the encoding claims."""
+    ``FAMILIES``), with the model's own `output` and `predict` functions (both
+    ``(model, X) -> array``) used to verify what the encoding claims.
+
+    Examples
+    --------
+    >>> from explainopt.encoders import register
+    >>> try:
+    ...     register(object, family="spline", output=None, predict=None)
+    ... except ValueError as error:
+    ...     print(error)
+    family 'spline' not in ('linear', 'tree', 'ensemble', 'network', 'interval-network', 'anomaly', 'pipeline')
+    """
     if family not in FAMILIES:
         raise ValueError(f"family {family!r} not in {FAMILIES}")
 
@@ -96,7 +118,17 @@ def _family(model) -> _Family:
 
 
 def model_family(model) -> str:
-    """The family of a supported model (:data:`FAMILIES`); TypeError names the supported models."""
+    """The family of a supported model (``FAMILIES``); TypeError names the supported models.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from explainopt.encoders import model_family
+    >>> X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]
+    >>> model_family(LogisticRegression().fit(X, y)), model_family(RandomForestClassifier(n_estimators=3).fit(X, y))
+    ('linear', 'ensemble')
+    """
     return _family(model).name
 
 
@@ -106,18 +138,44 @@ def _as_matrix(X) -> np.ndarray:
 
 
 def model_output(model, X) -> np.ndarray:
-    """The model's own output at the rows of `X`, on the scale of ``encode(model, ...).output``."""
+    """The model's own output at the rows of `X`, on the scale of ``encode(model, ...).output``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from explainopt.encoders import model_output
+    >>> model = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    >>> np.allclose(model_output(model, [[0.5], [2.5]]), model.decision_function([[0.5], [2.5]]))
+    True
+    """
     return np.asarray(_family(model).output(model, _as_matrix(X)), dtype=float).ravel()
 
 
 def model_predict(model, X) -> np.ndarray:
     """The class index (0 or 1) the model itself predicts at the rows of `X` (inlier = 1 for anomaly
-    detectors)."""
+    detectors).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from explainopt.encoders import model_predict
+    >>> model = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], ["no", "no", "yes", "yes"])
+    >>> model_predict(model, [[0.5], [2.5]]), model.classes_
+    (array([0, 1]), array(['no', 'yes'], dtype='<U3'))
+    """
     return np.asarray(_family(model).predict(model, _as_matrix(X)), dtype=int).ravel()
 
 
 def supported_models() -> list[str]:
-    """Names of the model types :func:`encode` accepts."""
+    """Names of the model types :func:`encode` accepts.
+
+    Examples
+    --------
+    >>> from explainopt.encoders import supported_models
+    >>> "RandomForestClassifier" in supported_models(), "Pipeline" in supported_models()
+    (True, True)
+    """
     return sorted(t.__name__ for t in _ENCODERS)
 
 
@@ -145,7 +203,14 @@ def predicted_index(model, X) -> np.ndarray:
 
 
 def as_bounds(lower, upper, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validate input-domain bounds into two float arrays of length `n_features`."""
+    """Validate input-domain bounds into two float arrays of length `n_features`.
+
+    Examples
+    --------
+    >>> from explainopt.encoders import as_bounds
+    >>> as_bounds(0, [1, 2, 3], 3)
+    (array([0., 0., 0.]), array([1., 2., 3.]))
+    """
     if lower is None or upper is None:
         raise ValueError("this encoder needs input-domain bounds: pass lower= and upper= (arrays)")
     lo = np.broadcast_to(np.asarray(lower, dtype=float), (n_features,)).copy()
@@ -163,6 +228,19 @@ def encode(model, x: cp.Expression, *, lower=None, upper=None, **options) -> Enc
 
     Raises TypeError for an unsupported model type, ValueError for an unfitted model, a multi-class
     model or a feature-count mismatch.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from explainopt import solvers
+    >>> from explainopt.encoders import encode
+    >>> model = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    >>> x = cp.Variable(1)
+    >>> enc = encode(model, x, lower=0, upper=3)
+    >>> problem = cp.Problem(cp.Minimize(cp.abs(x[0] - 0.5)), enc.constraints + enc.predicts(1))
+    >>> solvers.solve(problem, solver="highs").status, model.predict([x.value])
+    ('optimal', array([1]))
     """
     family = _family(model)
     if not isinstance(x, cp.Expression):

@@ -13,7 +13,17 @@ from .base import Encoding, as_bounds, check_binary, check_features, check_fitte
 
 
 def linear_weights(model) -> tuple[np.ndarray, float]:
-    """(w, b) of a fitted binary linear classifier, validated."""
+    """(w, b) of a fitted binary linear classifier, validated.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from explainopt.encoders import linear_weights
+    >>> model = LogisticRegression().fit([[0.0, 1.0], [1.0, 0.0], [2.0, 1.0], [3.0, 0.0]], [0, 0, 1, 1])
+    >>> w, b = linear_weights(model)
+    >>> w.shape, type(b).__name__
+    ((2,), 'float')
+    """
     check_fitted(model, "coef_")
     check_binary(model)
     return np.asarray(model.coef_, dtype=float).ravel(), float(np.ravel(model.intercept_)[0])

@@ -79,7 +79,17 @@ def _torch_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
 
 def network_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
     """The affine layers ``[(W, b), ...]`` of an MLPClassifier (ReLU), a torch ``nn.Sequential``, an
-    :class:`IntervalNetwork` (its doubled network), or such a list itself."""
+    :class:`IntervalNetwork` (its doubled network), or such a list itself.
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> from explainopt.encoders import network_layers
+    >>> X, y = [[0, 0], [1, 1], [0, 1], [1, 0]], [0, 0, 1, 1]
+    >>> model = MLPClassifier(hidden_layer_sizes=(4,), max_iter=2000, random_state=0).fit(X, y)
+    >>> [W.shape for W, b in network_layers(model)]
+    [(4, 2), (1, 4)]
+    """
     if isinstance(model, (list, tuple)):
         return [(np.asarray(W, float), np.asarray(b, float)) for W, b in model]
     if isinstance(model, MLPClassifier):
@@ -95,7 +105,18 @@ def torch_network(model) -> "nn.Sequential":
     """The torch ``nn.Sequential`` (float64, eval mode, parameters frozen) computing the logit of class 1
     of `model`: any network :func:`network_layers` reads, or its layers ``[(W, b), ...]`` themselves
     (linear layers with a ReLU between them). The one way the library turns layers into a torch network
-    (the gradient methods differentiate through it; the chapters rebuild stored networks with it)."""
+    (the gradient methods differentiate through it; the chapters rebuild stored networks with it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torch
+    >>> from explainopt.encoders import network_layers, torch_network
+    >>> layers = [(np.array([[1.0, -1.0]]), np.array([0.5]))]
+    >>> net = torch_network(layers)
+    >>> net(torch.tensor([[2.0, 1.0]], dtype=torch.float64)).item()
+    1.5
+    """
     layers = network_layers(model)
     modules = []
     for W, b in layers:
@@ -495,6 +516,15 @@ class IntervalNetwork:
     PROPLACE); class 1 is certain iff ``l >= 0`` (Definition 6). ``encode(IntervalNetwork(...), x)``
     encodes ``l`` exactly, through the doubled network in ``layers`` (module docstring). `model` is a
     network or its list of layers ``[(W, b), ...]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.encoders import IntervalNetwork
+    >>> layers = [(np.array([[1.0, -1.0], [0.5, 0.5]]), np.zeros(2)), (np.array([[1.0, 1.0]]), np.array([-0.2]))]
+    >>> lower, upper = IntervalNetwork(layers, delta=0.05).bounds([[1.0, 0.0]])
+    >>> print(np.round(lower, 3), np.round(upper, 3))
+    [0.985] [1.635]
     """
 
     def __init__(self, model, *, delta: float):
@@ -528,7 +558,8 @@ class IntervalNetwork:
 
     def layer_bounds(self, x) -> list[tuple[np.ndarray, np.ndarray]]:
         """Bounds ``(l, u)`` of every layer's pre-activations over all shifted networks at the point
-        `x` >= 0 (:func:`propagate_bounds` with this delta); the last layer's are :meth:`bounds`."""
+        `x` >= 0 (``explainopt.encoders.networks.propagate_bounds`` with this delta); the last layer's are
+        :meth:`bounds`."""
         x = self._check_inputs(x)
         if len(x) != 1:
             raise ValueError(f"layer_bounds takes one point; got {len(x)} rows (bounds() takes many)")
@@ -568,11 +599,29 @@ def encode_interval_network(model: IntervalNetwork, x, *, lower=None, upper=None
 
 def interval_lower(model, X, *, delta: float) -> np.ndarray:
     """Lower bound of the logit over all networks within `delta` of `model` (weights and biases), at the
-    rows of `X` >= 0: the interval abstraction of PROPLACE (Definition 5)."""
+    rows of `X` >= 0: the interval abstraction of PROPLACE (Definition 5).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.encoders import interval_lower
+    >>> layers = [(np.array([[1.0, -1.0], [0.5, 0.5]]), np.zeros(2)), (np.array([[1.0, 1.0]]), np.array([-0.2]))]
+    >>> np.round(interval_lower(layers, [[1.0, 0.0], [0.2, 0.2]], delta=0.05), 3)
+    array([ 0.985, -0.126])
+    """
     return IntervalNetwork(model, delta=delta).bounds(X)[0]
 
 
 def delta_robust(model, X, *, delta: float) -> np.ndarray:
     """Definition 7 of PROPLACE: a row of `X` is Delta-robust for class 1 iff the interval lower bound
-    of the logit is >= 0 (a sound test: every network within `delta` then predicts class 1)."""
+    of the logit is >= 0 (a sound test: every network within `delta` then predicts class 1).
+
+    Examples
+    --------
+    >>> from explainopt.encoders import delta_robust
+    >>> import numpy as np
+    >>> layers = [(np.array([[1.0, -1.0], [0.5, 0.5]]), np.zeros(2)), (np.array([[1.0, 1.0]]), np.array([-0.2]))]
+    >>> delta_robust(layers, [[1.0, 0.0], [0.2, 0.2]], delta=0.05)
+    array([ True, False])
+    """
     return interval_lower(model, X, delta=delta) >= 0

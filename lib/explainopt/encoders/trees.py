@@ -69,8 +69,17 @@ class Tree:
     Node ``i`` is a leaf iff ``left[i] == -1``; otherwise it sends x left iff ``float32(x[feature[i]]) <=
     threshold[i]``. feature: model input column per node (the tree's own indices mapped through
     IsolationForest's feature subsets); threshold: the model's thresholds centred in their float32 cells
-    (:func:`float32_centred`: the same decisions, half a float32 spacing from any input); leaf_value: the
+    (``float32_centred``: the same decisions, half a float32 spacing from any input); leaf_value: the
     value per node that the model's output sums (leaves only).
+
+    Examples
+    --------
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> from explainopt.encoders import tree_ensemble
+    >>> tree = DecisionTreeClassifier(random_state=0).fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    >>> read = tree_ensemble(tree).trees[0]
+    >>> read.apply([[0.5], [2.5]]), read.path(int(read.apply([[2.5]])[0]))
+    (array([1, 2]), [(0, 1.5000000596046448, False)])
     """
 
     left: np.ndarray
@@ -125,6 +134,16 @@ class TreeEnsemble:
     ``output(x) = constant + scale * sum over trees of leaf_value[leaf of x]``; the model predicts class
     1 (inlier) iff ``output > threshold`` (``>=`` when ``inclusive``). Every consumer of a tree model's
     structure (the encoder below, the robust-region adversarial problems) reads it from here.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import GradientBoostingClassifier
+    >>> from explainopt.encoders import tree_ensemble
+    >>> X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]
+    >>> model = GradientBoostingClassifier(n_estimators=5, random_state=0).fit(X, y)
+    >>> ensemble = tree_ensemble(model)
+    >>> ensemble.threshold, ensemble.inclusive, bool(abs(ensemble.output(X) - model.decision_function(X)).max() < 1e-12)
+    (0.0, True, True)
     """
 
     trees: list[Tree]
@@ -337,6 +356,17 @@ def tree_ensemble(model) -> TreeEnsemble:
     """Read a fitted DecisionTree, RandomForest, ExtraTrees, GradientBoosting (binary) or IsolationForest.
 
     Raises TypeError for another model type and ValueError for an unfitted or multi-class one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> from explainopt.encoders import tree_ensemble
+    >>> X, y = np.array([[0.0], [1.0], [2.0], [3.0]]), [0, 0, 1, 1]
+    >>> forest = RandomForestClassifier(n_estimators=3, random_state=0).fit(X, y)
+    >>> ensemble = tree_ensemble(forest)
+    >>> len(ensemble.trees), np.allclose(ensemble.output(X), forest.predict_proba(X)[:, 1])
+    (3, True)
     """
     if isinstance(model, DecisionTreeClassifier):
         check_fitted(model, "tree_")
@@ -363,7 +393,17 @@ def tree_ensemble(model) -> TreeEnsemble:
 
 
 def gradient_boosting_offset(model) -> float:
-    """The init estimator's raw score: decision_function minus the trees' contribution (at x = 0)."""
+    """The init estimator's raw score: decision_function minus the trees' contribution (at x = 0).
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import GradientBoostingClassifier
+    >>> from explainopt.encoders import gradient_boosting_offset
+    >>> X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]
+    >>> model = GradientBoostingClassifier(n_estimators=5, random_state=0).fit(X, y)
+    >>> round(gradient_boosting_offset(model), 6)  # log-odds of the class prior, 1/2
+    0.0
+    """
     X = np.zeros((1, model.n_features_in_))
     trees = sum(e.predict(X)[0] for e in model.estimators_[:, 0])
     return float(model.decision_function(X)[0] - model.learning_rate * trees)
@@ -459,16 +499,38 @@ def snap_to_chosen_leaves(x, encodings) -> tuple[np.ndarray, int]:
     """Move each feature a solver left on the wrong float32 side of a split it chose back into the
     chosen cell (the nearest float32 value inside it); returns (x, number of features moved).
 
-    `encodings`: the solved encodings of models whose input is x (one or a list); those of models
-    without trees are skipped. Why: a split margin can be as small as a quarter of the gap between two
-    thresholds of one feature, below the solver's feasibility tolerance (about 1e-7 to 1e-6), so the
-    solver's point can reach other leaves than those it chose (seen on Spambase: score 0.6465 for a
-    constraint 0.6501). The moved point reaches the chosen leaves, so the model's own output there is the
-    encoded output. A feature is moved by at most the solver's tolerance.
+    `encodings`: the solved encodings of models whose input is x (one or a list); those of models without
+    trees are skipped, and a Pipeline's encoding repairs x itself
+    (:meth:`~explainopt.encoders.pipelines.PipelineEncoding.repair`). Why: a split margin can be as small as
+    a quarter of the gap between two thresholds of one feature, below the solver's feasibility tolerance
+    (about 1e-7 to 1e-6), so the solver's point can reach other leaves than those it chose (seen on
+    Spambase: score 0.6465 for a constraint 0.6501). The moved point reaches the chosen leaves, so the
+    model's own output there is the encoded output. A feature is moved by at most the solver's tolerance.
+
+    Examples
+    --------
+    >>> import cvxpy as cp
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> from explainopt import solvers
+    >>> from explainopt.encoders import encode, snap_to_chosen_leaves
+    >>> tree = DecisionTreeClassifier(random_state=0).fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1])
+    >>> x = cp.Variable(1)
+    >>> enc = encode(tree, x, lower=0, upper=3)
+    >>> problem = cp.Problem(cp.Minimize(cp.abs(x[0] - 1.0)), enc.constraints + enc.predicts(1))
+    >>> solvers.solve(problem, solver="highs").status
+    'optimal'
+    >>> snapped, moved = snap_to_chosen_leaves(x.value, enc)
+    >>> tree.predict([snapped]), moved
+    (array([1]), 0)
     """
     x = np.array(x, dtype=float).ravel()
     moved = 0
     for encoding in [encodings] if hasattr(encodings, "variables") else encodings:
+        repair = getattr(encoding, "repair", None)  # a Pipeline's: snaps in its model's input space
+        if repair is not None:
+            x, n_moved = repair(x)
+            moved += n_moved
+            continue
         cell = _chosen_cell(encoding, len(x))
         if cell is None:
             continue

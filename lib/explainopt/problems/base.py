@@ -80,7 +80,7 @@ class ParametricProblem(ABC):
         return bool(np.all(np.asarray(theta) >= 0))
 
     def perturb(self, rng: np.random.Generator) -> np.ndarray:
-        """One draw θ ~ N(θ0, (0.2·|θ0|)²) per component (Section 4, "Setup")."""
+        """One draw ``θ ~ N(θ0, (0.2·|θ0|)²)`` per component (Section 4, "Setup")."""
         theta0 = np.asarray(self.theta0, dtype=float)
         return theta0 + rng.normal(0.0, self.relative_std * np.abs(theta0))
 
@@ -128,7 +128,7 @@ def solve_many(problem: ParametricProblem, thetas, *, n_jobs: int = 1) -> list[S
     """The problem's algorithm on every row of `thetas`, in order.
 
     A problem with ``isolate`` set (the CVRP) is solved in fresh interpreters, `n_jobs` at a time, that
-    import that module first (:func:`explainopt.isolation.map_isolated`): OR-Tools and highspy (which
+    import that module first (``explainopt.isolation.map_isolated``): OR-Tools and highspy (which
     cvxpy loads) bundle clashing HiGHS symbols, so whichever of the two a process imports second fails.
     Other problems run in this process (``n_jobs=1``) or in joblib workers.
     """

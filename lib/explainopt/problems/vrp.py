@@ -41,7 +41,7 @@ TIME_CAP_S = 60.0
 
 
 def distance_matrix(coordinates, *, kind: str = "notebook") -> np.ndarray:
-    """Pairwise integer distances: ``notebook`` = int(|Σ(a−b)|) (the authors' quirk) or ``manhattan``."""
+    """Pairwise integer distances: ``notebook`` = ``int(|Σ(a−b)|)`` (the authors' quirk) or ``manhattan``."""
     c = np.asarray(coordinates, dtype=float)
     diff = c[:, None, :] - c[None, :, :]
     if kind == "notebook":
@@ -56,7 +56,7 @@ class CVRP(ParametricProblem):
 
     name = "cvrp"
     #: OR-Tools and highspy (loaded by cvxpy) bundle clashing HiGHS symbols: whichever is imported second
-    #: fails. :func:`~.base.solve_many` therefore runs these solves in fresh interpreters that load
+    #: fails. :func:`~explainopt.problems.solve_many` therefore runs these solves in fresh interpreters that load
     #: OR-Tools first.
     isolate = "ortools.constraint_solver.pywrapcp"
 
@@ -83,7 +83,7 @@ class CVRP(ParametricProblem):
     @classmethod
     def from_registry(cls, path: str = "clemo/cvrp_instance.json", **options) -> "CVRP":
         """The registry's instance. Its ``time_limit_s`` (the paper's 5 s per solve) is not used: the default
-        ``solution_limit``, :data:`PAPER_SOLUTION_LIMIT`, stands in for it."""
+        ``solution_limit``, ``PAPER_SOLUTION_LIMIT``, stands in for it."""
         data = json.loads(fetch(path).read_text())
         return cls(data["coordinates"], data["demands"], num_vehicles=data["num_vehicles"],
                    capacity=data["vehicle_capacity"], **options)
