@@ -775,8 +775,8 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
     """Execute the chapters at `scale` into `output_dir` (default ``book/chapters``); with a `budget`,
     first :func:`fill` their results stores (the budget is shared, chapter after chapter; `grids`: only
     the grids of these names; `max_cell_s`: only cells estimated to take at most this long), after printing
-    each chapter's plan (:func:`plan_text`); `plan_only`: print the plans and stop. `recompute`: a render
-    that computes (below the paper scale) computes every cell again, stored or not (:func:`chapter_cache`)."""
+    each chapter's plan (:func:`plan_text`); `plan_only`: print the plans and stop. `recompute` (book scale
+    only): the render computes every cell again, stored or not (:func:`chapter_cache`, :data:`RECOMPUTE`)."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
     if recompute and scale != "book":
@@ -789,7 +789,7 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
     notebooks = chapter_notebooks(only)
     with_grids = [nb.name[:2] for nb in notebooks if chapters.has_grids(nb.name[:2])]
     if plan_only or budget is not None:
-        n_jobs = n_jobs if plan_only else cells_in_flight(n_jobs, scheduler)
+        n_jobs = cells_in_flight(n_jobs, scheduler)
         for chapter in with_grids:
             print(plan_text(chapter, chapter_plan(chapter, scale, only=grids, max_cell_s=max_cell_s),
                             max_cell_s=max_cell_s), flush=True)
