@@ -458,6 +458,10 @@ def test_the_plan_names_the_cells_their_core_hours_and_the_claims_they_decide(mo
 
 
 def test_a_run_on_a_cluster_keeps_as_many_cells_in_flight_as_it_has_worker_threads(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert book.cells_in_flight(-1, cluster.scheduler_address) == 4
     monkeypatch.setattr(book, "scheduler_slots", lambda address: 48)
     assert book.cells_in_flight(-1, "tcp://host:8786") == 48
     assert book.cells_in_flight(-1, None) == -1 and book.cells_in_flight(7, "tcp://host:8786") == 7
