@@ -1,8 +1,11 @@
 # Thin wrappers around the library's runner; every target sets up its own environment first.
-#   make book                     execute every chapter at SCALE (default book) and build the HTML book
+#   make book                     execute every chapter at SCALE (default book) and build the HTML book; at the
+#                                 book scale from the committed store results/book/NN, computing only the cells
+#                                 it lacks or holds stale; FRESH=1 computes every cell again
 #   make test                     unit tests, every notebook at the smoke scale, book build with -W
 #   make chapter NAME=02 SCALE=paper   execute one chapter into book/chapters/
-#   make paper NAME=05 BUDGET=2h  compute missing paper-scale cells into results/paper/05, then render it
+#   make paper NAME=05 BUDGET=2h  compute missing paper-scale cells into results/paper/05, then render it;
+#                                 MAX_CELL_S=300 only cells estimated to take at most 300 s; PLAN=1 print the plan only
 #   make student NAME=02          a student's copy of a chapter at the smoke scale, opened in JupyterLab
 #   make student-book             the book without solutions in _build/student (executes the chapters at
 #                                 SCALE first if book/chapters holds none)
@@ -15,6 +18,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 SCALE  ?= book
 NAME   ?=
+FRESH  ?=
 BENCH_ARGS ?=
 
 # Offline machines (CI, the project's own) keep a pre-seeded data mirror beside the checkout; elsewhere
@@ -35,7 +39,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 book: venv
-	$(BIN)/python -m explainopt.book run --scale $(SCALE)
+	$(BIN)/python -m explainopt.book run --scale $(SCALE) $(if $(FRESH),--recompute)
 	$(BIN)/python -m explainopt.book build
 	@echo "The book is in _build/html/index.html"
 
@@ -45,7 +49,8 @@ chapter: venv
 
 paper: venv
 	@test -n "$(NAME)" || (echo "usage: make paper NAME=05 BUDGET=2h [JOBS=-1]"; exit 2)
-	$(BIN)/python -m explainopt.book run --scale paper --only $(NAME) --budget $(or $(BUDGET),1h) --jobs $(or $(JOBS),-1)
+	$(BIN)/python -m explainopt.book run --scale paper --only $(NAME) --budget $(or $(BUDGET),1h) --jobs $(or $(JOBS),-1) \
+	  $(if $(MAX_CELL_S),--max-cell-seconds $(MAX_CELL_S)) $(if $(PLAN),--plan)
 
 student: venv
 	@test -n "$(NAME)" || (echo "usage: make student NAME=02"; exit 2)

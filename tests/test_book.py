@@ -371,6 +371,155 @@ def test_fill_reads_the_grids_again_after_each_one_and_fills_only_the_named_grid
         book.fill("99", only=["third"])
 
 
+COMPUTED = []
+
+
+def _replicate(kind: str, index: int) -> dict:
+    COMPUTED.append((kind, index))
+    return {"kind": kind, "index": index}
+
+
+def _other(kind: str, index: int) -> dict:
+    COMPUTED.append(("other " + kind, index))
+    return {"kind": kind}
+
+
+def _replicates(func, kinds, n=3, **extra) -> book.Grid:
+    """A grid of `n` replicates (``index``) of each kind, listed kind-major as a chapter might order them."""
+    return book.Grid(func, [dict(kind=k, index=i, **extra) for k in kinds for i in range(n)])
+
+
+def test_the_fill_order_is_round_robin_over_configurations_counting_the_stored_cells():
+    grid = _replicates(_replicate, "abc")
+    order = book.fill_order(grid, stored=set())
+    assert [(grid.configs[i]["kind"], grid.configs[i]["index"]) for i in order] == \
+        [("a", 0), ("b", 0), ("c", 0), ("a", 1), ("b", 1), ("c", 1), ("a", 2), ("b", 2), ("c", 2)]
+    grid.order = [8, 7, 6, 5, 4, 3, 2, 1, 0]  # the chapter's priority decides within a round
+    assert [grid.configs[i]["kind"] + str(grid.configs[i]["index"]) for i in book.fill_order(grid, set())] == \
+        ["c2", "b2", "a2", "c1", "b1", "a1", "c0", "b0", "a0"]
+    grid.order = None
+    assert [grid.configs[i]["kind"] + str(grid.configs[i]["index"]) for i in book.fill_order(grid, {0, 1})] == \
+        ["b0", "c0", "b1", "c1", "a2", "b2", "c2"]  # "a" has two cells stored: its third comes in round 3
+    assert book.configuration({"kind": "a", "index": 1, "seed": 2, "sim": 0}) == book.configuration({"kind": "a"})
+
+
+class _Chapter:
+    """A chapter of two grids, two configurations with three replicates each (as every chapter's grids)."""
+
+    SCALES = {"paper": {}, "book": {}}
+    GRID_CLAIMS = {"first": ["claim A"], "second": ["claim B", "claim C"]}
+
+    @staticmethod
+    def grids(settings):
+        return {"first": _replicates(_replicate, "ab"), "second": _replicates(_other, "ab")}
+
+
+def _chapter(monkeypatch, store):
+    monkeypatch.setattr(book.chapters, "module", lambda chapter: _Chapter)
+    monkeypatch.setattr(book, "chapter_cache", lambda chapter, scale: store)
+    COMPUTED.clear()
+
+
+def test_fill_computes_every_configurations_first_cell_in_every_grid_before_any_second(monkeypatch, tmp_path):
+    from explainopt.experiments import ResultStore
+
+    _chapter(monkeypatch, ResultStore(tmp_path))
+    report = book.fill("99", n_jobs=1)
+    assert report == {"first": {"cells": 6, "computed": 6, "stale": 0}, "second": {"cells": 6, "computed": 6, "stale": 0}}
+    assert COMPUTED == [("a", 0), ("b", 0), ("other a", 0), ("other b", 0),
+                        ("a", 1), ("b", 1), ("a", 2), ("b", 2), ("other a", 1), ("other b", 1), ("other a", 2),
+                        ("other b", 2)]
+
+
+def _stored_with_times(store, func, cells: dict) -> None:
+    """Store the cells {(kind, index): seconds}, their provenance giving those wall times."""
+    for (kind, index), seconds in cells.items():
+        config = {"kind": kind, "index": index}
+        cell = book.experiments.compute_cell(func, config)
+        cell["provenance"]["wall_time_s"] = seconds
+        store.put(func, config, cell)
+
+
+def test_the_cost_filter_takes_only_cells_known_to_be_short(monkeypatch, tmp_path):
+    from explainopt.experiments import ResultStore
+
+    store = ResultStore(tmp_path)
+    _stored_with_times(store, _replicate, {("a", 0): 10.0, ("a", 1): 30.0, ("b", 0): 900.0})
+    _chapter(monkeypatch, store)
+    grid = _Chapter.grids({})["first"]
+    assert book.cell_costs(grid, store) == [20.0] * 3 + [900.0] * 3  # the median of its configuration
+    plan = book.grid_plan("first", grid, store, max_cell_s=60)
+    assert [grid.configs[i] for i in plan["todo"]] == [{"kind": "a", "index": 2}]
+    assert (plan["too_long"], plan["unknown_left"], plan["hours"]) == (2, 0, pytest.approx(20 / 3600))
+    second = book.grid_plan("second", _Chapter.grids({})["second"], store, max_cell_s=60)
+    assert (second["todo"], second["unknown_left"]) == ([], 6)  # no stored cell: cost unknown, left out
+    book.fill("99", n_jobs=1, max_cell_s=60)
+    assert COMPUTED == [("a", 2)]
+    book.fill("99", n_jobs=1, only=["first"])  # without the filter: the long ones too
+    assert COMPUTED == [("a", 2), ("b", 1), ("b", 2)]
+
+
+def test_the_plan_names_the_cells_their_core_hours_and_the_claims_they_decide(monkeypatch, tmp_path):
+    from explainopt.experiments import ResultStore
+
+    store = ResultStore(tmp_path)
+    _stored_with_times(store, _replicate, {("a", 0): 360.0, ("b", 0): 3600.0})
+    _chapter(monkeypatch, store)
+    text = book.plan_text("99", book.chapter_plan("99", "paper"))
+    lines = text.splitlines()
+    assert lines[1] == "  first: 4 to compute (0 a configuration's first) of 6 (2 stored), about 2.20 core-hours"
+    assert lines[2] == "      decides: claim A"
+    assert lines[3].startswith("  second: 6 to compute (2 a configuration's first) of 6 (0 stored), about unknown")
+    assert lines[4:6] == ["      decides: claim B", "      decides: claim C"]
+    assert lines[-1] == "  in all: 10 cells, about unknown core-hours"
+    filtered = book.plan_text("99", book.chapter_plan("99", "paper", max_cell_s=600), max_cell_s=600).splitlines()
+    assert filtered[1].endswith("about 0.20 core-hours; left out: 2 over 600 s")
+    assert "left out: 6 of unknown cost" in filtered[3] and filtered[-1] == "  in all: 2 cells, about 0.20 core-hours"
+    assert COMPUTED == []  # planning computes nothing
+    with pytest.raises(ValueError, match="no grid"):
+        book.chapter_plan("99", "paper", only=["third"])
+
+
+def test_a_run_on_a_cluster_keeps_as_many_cells_in_flight_as_it_has_worker_threads(monkeypatch):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        assert book.cells_in_flight(-1, cluster.scheduler_address) == 4
+    monkeypatch.setattr(book, "scheduler_slots", lambda address: 48)
+    assert book.cells_in_flight(-1, "tcp://host:8786") == 48
+    assert book.cells_in_flight(-1, None) == -1 and book.cells_in_flight(7, "tcp://host:8786") == 7
+    with pytest.warns(UserWarning, match="at most 2 cells in flight"):
+        book.cells_in_flight(2, "tcp://host:8786")
+
+
+def test_the_book_scale_renders_from_its_committed_store_and_computes_only_what_it_lacks(monkeypatch, tmp_path):
+    from explainopt import experiments
+
+    monkeypatch.setattr(book, "RESULTS", tmp_path)
+    monkeypatch.delenv(book.RECOMPUTE, raising=False)
+    grid = _replicates(_replicate, "ab", n=2)
+    COMPUTED.clear()
+    assert book.ChapterRun("99", {"scale": "book"}).grid(grid) == [_replicate(**c) for c in grid.configs]
+    store = book.chapter_cache("99", "book")
+    assert isinstance(store, experiments.ResultStore) and store.folder == tmp_path / "book" / "99"
+    assert len(store.cells(_replicate)) == 4
+    COMPUTED.clear()
+    book.ChapterRun("99", {"scale": "book"}).grid(grid)
+    assert COMPUTED == []  # every cell served by the store
+    kept = [c for c in store.all_cells(_replicate) if c["provenance"]["config"] != grid.configs[3]]
+    kept[0]["provenance"]["code"] = "older code"  # stale: computed by other code
+    store.path(_replicate).write_bytes(gzip.compress("".join(json.dumps(c) + "\n" for c in kept).encode()))
+    book.ChapterRun("99", {"scale": "book"}).grid(grid)
+    assert COMPUTED == [("a", 0), ("b", 1)]  # the stale cell and the missing one, nothing else
+    COMPUTED.clear()
+    monkeypatch.setenv(book.RECOMPUTE, "2999-01-01T00:00:00+00:00")  # run --recompute: nothing stored counts
+    book.ChapterRun("99", {"scale": "book"}).grid(grid)
+    assert sorted(COMPUTED) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    assert isinstance(book.chapter_cache("99", "smoke"), experiments.PickleCache)
+    with pytest.raises(ValueError, match="recompute"):
+        book.run("paper", ["01"], tmp_path / "out", recompute=True)
+
+
 def test_merge_adds_the_other_stores_cells_that_this_one_lacks_with_their_provenance(tmp_path):
     from explainopt.experiments import ResultStore
 

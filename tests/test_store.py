@@ -1,10 +1,10 @@
-"""The committed paper-scale results store reproduces: a few stored cells per chapter, computed again.
+"""The committed results stores (book and paper scale) reproduce: a few stored cells per chapter, computed again.
 
 Which cells is a seeded draw whose seed is the hash of the store's content, so each change of the store
 checks other cells. The numerical code paths are pinned (explainopt.numerics) and networks are trained
 with CPU-independent arithmetic (explainopt.training), so a cell computed on one x86-64 machine reproduces
 on another. Only small cells (stored wall time at most SMALL_S) that no wall-clock limit
-decided are drawn, about a minute in all. Deterministic fields must match: statuses, flags and counts
+decided are drawn, about 10 s per chapter and scale. Deterministic fields must match: statuses, flags and counts
 exactly, numbers and counterfactuals to solver tolerance; times are not compared.
 """
 
@@ -17,27 +17,25 @@ import pytest
 from explainopt.experiments import ResultStore, differences, limited, stored_form
 
 ROOT = Path(__file__).resolve().parents[1]
-STORE = ROOT / "results" / "paper"
-SMALL_S, PER_CHAPTER, BUDGET_S = 12.0, 3, 60.0
+STORES = [ROOT / "results" / scale for scale in ("book", "paper")]
+SMALL_S, PER_CHAPTER, CHAPTER_BUDGET_S = 12.0, 3, 10.0
 
 
 def _draw() -> list[tuple[str, dict]]:
-    if not STORE.is_dir():
-        return []
-    content = b"".join(p.read_bytes() for p in sorted(STORE.rglob("*.jsonl.gz")))
+    content = b"".join(p.read_bytes() for store in STORES for p in sorted(store.rglob("*.jsonl.gz")))
     rng = np.random.default_rng(int(hashlib.sha256(content).hexdigest()[:12], 16))
     chosen = []
-    folders = sorted(p for p in STORE.iterdir() if p.is_dir())
+    folders = [p for store in STORES if store.is_dir() for p in sorted(store.iterdir()) if p.is_dir()]
     for folder in folders:
         small = [c for c in ResultStore(folder).current()
                  if c["provenance"]["wall_time_s"] <= SMALL_S and not limited(c["result"])]
         rng.shuffle(small)
         spent = 0.0
         for cell in small[:PER_CHAPTER]:
-            if spent + cell["provenance"]["wall_time_s"] > BUDGET_S / max(1, len(folders)):
+            if spent + cell["provenance"]["wall_time_s"] > CHAPTER_BUDGET_S:
                 break
             spent += cell["provenance"]["wall_time_s"]
-            chosen.append((folder.name, cell))
+            chosen.append((f"{folder.parent.name}-{folder.name}", cell))
     return chosen
 
 

@@ -3,9 +3,11 @@
 Command line::
 
     python -m explainopt.book run --scale smoke|book|paper [--only 01 03] [-p name value ...]
+    python -m explainopt.book run --scale book [--recompute]
     python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS] [--grids NAME ...]
-    python -m explainopt.book merge OTHER/results/paper [--scale paper]
-    python -m explainopt.book revalidate [--only 04 06] [--fraction 0.05] [--jobs 2]
+                                  [--max-cell-seconds 300] [--plan]
+    python -m explainopt.book merge OTHER/results/paper [--scale paper|book]
+    python -m explainopt.book revalidate [--only 04 06] [--scale paper|book] [--fraction 0.05] [--jobs 2]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
     python -m explainopt.book student-book [--chapters book/chapters] [--output _build/student] [--no-build]
@@ -14,11 +16,14 @@ Command line::
 naming the notebook and the cell), hides the papermill-injected parameters cell in the rendered book,
 and regenerates the reproduction-status page and the landing page's verdict totals from the chapters'
 saved results and the teaching page's exercise index from the notebooks. With ``--budget`` it first
-computes, in parallel and most informative first, the chapter's grid cells that the results store
-(``results/<scale>/NN``) does not hold yet, and stops submitting cells when the budget is spent; run it
-again, on any machine, to go on; ``merge`` folds in the cells that another machine's copy of the store
-holds and this one lacks, so several machines can fill one chapter side by side. At the paper scale a
-chapter renders from the store and computes no cell itself. ``build`` runs ``jupyter-book build`` with
+prints its plan (the cells per grid, their estimated core-hours, the claims they decide; ``--plan`` stops
+there), then computes in parallel the chapter's grid cells that the results store (``results/<scale>/NN``)
+does not hold yet, claims first (every configuration's first cell, then round-robin: :func:`fill`), and
+stops submitting cells when the budget is spent; run it again, on any machine, to go on; ``merge`` folds
+in the cells that another machine's copy of the store holds and this one lacks, so several machines can
+fill one chapter side by side. At the paper scale a chapter renders from the store and computes no cell
+itself; at the book scale it computes what its committed store (``results/book/NN``) lacks or holds stale,
+and ``--recompute`` computes every cell again. ``build`` runs ``jupyter-book build`` with
 execution off. ``student-book`` builds the student edition, the executed chapters without their solutions,
 into ``_build/student``.
 
@@ -46,6 +51,7 @@ from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import joblib
 import nbformat
 import pandas as pd
 import papermill
@@ -55,14 +61,40 @@ from IPython.display import Markdown, display
 
 from . import chapters, experiments, reporting
 from .numerics import code_paths
-from .experiments import (ROOT, Grid, ResultStore, StoreError, chapter_cache, grid_progress, machine, parse_duration,
-                          read_store_file, resolve_function, run_grid, versions)
+from .experiments import (ROOT, Grid, PickleCache, ResultStore, StoreError, cache_dir, grid_progress, machine,
+                          parse_duration, read_store_file, resolve_function, run_grid, versions)
 
 SCALES = ("smoke", "book", "paper")
 #: The committed results: ``results/<scale>/NN.json`` (verdicts) and ``results/paper/NN/`` (the store).
 RESULTS = ROOT / "results"
-#: The scales whose verdicts are committed, ``results/<scale>/NN.json``: the book's and the paper's.
+#: The scales whose verdicts and cells are committed, ``results/<scale>/NN.json`` and ``results/<scale>/NN/``.
 COMMITTED = ("book", "paper")
+#: Set by ``run --recompute`` to the moment it started: the chapters' kernels then serve no cell stored before.
+RECOMPUTE = "EXPLAINOPT_RECOMPUTE_SINCE"
+
+
+class RecomputingStore(ResultStore):
+    """A results store that serves only the cells computed since `since` (an ISO date, as the cells'
+    provenance dates them): every older cell is computed again and its new line supersedes the old one."""
+
+    def __init__(self, folder, since: str):
+        super().__init__(folder)
+        self.since = since
+
+    def get(self, func, config: dict, *, fresh: bool = False) -> dict | None:
+        cell = super().get(func, config, fresh=fresh)
+        return cell if cell is not None and cell["provenance"]["date"] >= self.since else None
+
+
+def chapter_cache(chapter: str, scale: str) -> PickleCache | ResultStore:
+    """The one cache convention of the chapters: at the scales whose results are committed (:data:`COMMITTED`)
+    the committed results store ``results/<scale>/NN`` (same provenance, staleness, ``merge`` and
+    ``revalidate`` at both), at the smoke scale the local pickles of ``.cache/NN``. Under ``run --recompute``
+    (:data:`RECOMPUTE`) a store that serves only the cells computed since the run began."""
+    if scale not in COMMITTED:
+        return PickleCache(cache_dir(chapter))
+    since = os.environ.get(RECOMPUTE)
+    return RecomputingStore(RESULTS / scale / chapter, since) if since else ResultStore(RESULTS / scale / chapter)
 
 
 class ChapterFailed(RuntimeError):
@@ -97,11 +129,12 @@ class ChapterRun:
         return self.parameters["scale"]
 
     def grid(self, grid: Grid, *, n_jobs: int = 1) -> list:
-        """Run a grid of the chapter through the chapter's cache (:func:`~explainopt.experiments.chapter_cache`).
+        """Run a grid of the chapter through the chapter's cache (:func:`chapter_cache`).
 
-        Below the paper scale missing cells are computed; at the paper scale the chapter renders from the
-        results store and missing cells come back as None (``python -m explainopt.book run --budget``
-        computes them). Records the solvers the results name, how many cells were available and how long
+        Below the paper scale missing and stale cells are computed (at the book scale into the committed
+        store ``results/book/NN``, so a render computes only what the store lacks); at the paper scale the
+        chapter renders from the results store and missing cells come back as None (``python -m
+        explainopt.book run --budget`` computes them). Records the solvers the results name, how many cells were available and how long
         they took to compute (:func:`compute_time`).
         """
         cache = chapter_cache(self.chapter, self.scale)
@@ -572,51 +605,207 @@ def write_pages(output_dir: Path) -> None:
     write_exercise_index(output_dir)
 
 
+#: Configuration keys that number one replicate of an experiment (a factual, an instance, a simulation, a
+#: chunk of samples, a seed): a cell's *configuration* is its config without them (:func:`configuration`).
+REPLICATE_KEYS = ("index", "instance", "chunk", "seed", "sim", "factual")
+
+
+def configuration(config: dict) -> str:
+    """The configuration a cell is a replicate of: its config without :data:`REPLICATE_KEYS`, as a key."""
+    return json.dumps({k: v for k, v in config.items() if k not in REPLICATE_KEYS}, sort_keys=True, default=str)
+
+
+def fill_rounds(grid: Grid, stored: set[int]) -> dict[int, int]:
+    """The cells of `grid` not in `stored` (indices) -> their round: a configuration's first cell is in round
+    0, its second in round 1, and so on, counting its cells already stored; in the grid's own order
+    (``grid.order``, the chapter's priorities; the cells it leaves out after it, as listed)."""
+    order = list(grid.order) if grid.order is not None else []
+    order += sorted(set(range(len(grid))) - set(order))
+    count = Counter(configuration(grid.configs[i]) for i in stored)
+    rounds = {}
+    for i in (i for i in order if i not in stored):
+        key = configuration(grid.configs[i])
+        rounds[i], count[key] = count[key], count[key] + 1
+    return rounds
+
+
+def fill_order(grid: Grid, stored: set[int]) -> list[int]:
+    """The cells of `grid` not in `stored` (indices), stratified: round-robin over the configurations
+    (:func:`fill_rounds`), so that every configuration gets its first cell before any gets a second, its
+    second before any gets a third; within a round, the grid's own order."""
+    rounds = fill_rounds(grid, stored)
+    return sorted(rounds, key=rounds.get)  # a stable sort: the grid's order within each round
+
+
+def cell_costs(grid: Grid, store) -> list[float | None]:
+    """Each cell's estimated compute time (seconds): the median stored wall time of its configuration's
+    cells (:func:`configuration`; current or stale cells alike, wherever computed), None where the store
+    holds no cell of that configuration (the cost is unknown)."""
+    times: dict[str, list[float]] = {}
+    if isinstance(store, ResultStore):
+        for cell in store.all_cells(grid.func):
+            seconds = cell["provenance"].get("wall_time_s")
+            if seconds is not None:
+                times.setdefault(configuration(cell["provenance"]["config"]), []).append(seconds)
+    medians = {key: float(pd.Series(values).median()) for key, values in times.items()}
+    return [medians.get(configuration(c)) for c in grid.configs]
+
+
+def grid_plan(name: str, grid: Grid, store, *, max_cell_s: float | None = None) -> dict:
+    """What :func:`fill` would compute of one grid: ``todo`` (indices, in :func:`fill_order`), ``first`` (those
+    of them that are a configuration's first cell, in the same order), ``hours`` (estimated core-hours: :func:`cell_costs`, a
+    cell of unknown cost counted at the grid's median estimate), ``unknown`` (cells of unknown cost among
+    `todo`), and the cells left out by the cost filter: ``too_long`` (estimated over `max_cell_s`) and
+    ``unknown_left`` (unknown cost: a filter takes only cells known to be short)."""
+    stored = {i for i, c in enumerate(grid.configs) if store.get(grid.func, c) is not None}
+    costs, rounds = cell_costs(grid, store), fill_rounds(grid, stored)
+    order = sorted(rounds, key=rounds.get)
+    known = [s for s in costs if s is not None]
+    too_long = [i for i in order if max_cell_s is not None and costs[i] is not None and costs[i] > max_cell_s]
+    unknown_left = [i for i in order if max_cell_s is not None and costs[i] is None]
+    todo = [i for i in order if i not in set(too_long) | set(unknown_left)]
+    guess = float(pd.Series(known).median()) if known else None
+    unknown = sum(costs[i] is None for i in todo)
+    hours = None if unknown and guess is None else sum(guess if costs[i] is None else costs[i] for i in todo) / 3600
+    return {"grid": name, "cells": len(grid), "stored": len(stored), "todo": todo, "first": [i for i in todo if rounds[i] == 0],
+            "hours": hours, "unknown": unknown, "too_long": len(too_long), "unknown_left": len(unknown_left)}
+
+
+def chosen_grids(chapter: str, grids: dict, only: list[str] | None) -> list[str]:
+    """The names of the chapter's `grids` that `only` names (all when None); a ValueError naming the grids
+    for a name the chapter has no grid of."""
+    unknown = set(only or ()) - set(grids)
+    if unknown:
+        raise ValueError(f"chapter {chapter} has no grid {sorted(unknown)}; its grids: {list(grids)}")
+    return [name for name in grids if not only or name in only]
+
+
+def chapter_plan(chapter: str, scale: str = "paper", *, only: list[str] | None = None,
+                 max_cell_s: float | None = None) -> list[dict]:
+    """:func:`grid_plan` of every grid of the chapter (those named in `only`), each with the claims it decides
+    (the chapter module's ``GRID_CLAIMS``, where it declares them). A grid that depends on another's cells
+    (chapter 4's factuals on its networks) shows the cells it has now."""
+    module = chapters.module(chapter)
+    grids = module.grids(chapters.settings(module.SCALES, scale))
+    store, claims = chapter_cache(chapter, scale), getattr(module, "GRID_CLAIMS", {})
+    return [{**grid_plan(name, grids[name], store, max_cell_s=max_cell_s), "claims": claims.get(name, [])}
+            for name in chosen_grids(chapter, grids, only)]
+
+
+def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None) -> str:
+    """The plan a budgeted run prints before it starts (`rows`: :func:`chapter_plan`'s): per grid the cells it
+    will compute, their estimated core-hours, the cells the cost filter (`max_cell_s`) leaves out and the
+    claims the grid decides."""
+    def hours(h):
+        return "unknown" if h is None else f"{h:.2f}"
+
+    limit = "" if max_cell_s is None else f" (cells estimated at most {max_cell_s:g} s)"
+    lines = [f"[explainopt] plan for chapter {chapter}{limit}"]
+    for r in rows:
+        left = []
+        if r["too_long"]:
+            left.append(f"{r['too_long']} over {max_cell_s:g} s")
+        if r["unknown_left"]:
+            left.append(f"{r['unknown_left']} of unknown cost")
+        lines.append(f"  {r['grid']}: {len(r['todo'])} to compute ({len(r['first'])} a configuration's first) of "
+                     f"{r['cells']} ({r['stored']} stored), about {hours(r['hours'])} core-hours"
+                     + (f", {r['unknown']} of them estimated at the grid's median" if r["unknown"] and r["hours"] else "")
+                     + (f"; left out: {', '.join(left)}" if left else ""))
+        if r["todo"]:
+            lines += [f"      decides: {c}" for c in r["claims"]]
+    total = [r["hours"] for r in rows if r["todo"]]
+    lines.append(f"  in all: {sum(len(r['todo']) for r in rows)} cells, about "
+                 f"{hours(None if None in total else sum(total))} core-hours")
+    return "\n".join(lines)
+
+
 def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
-         only: list[str] | None = None) -> dict:
+         only: list[str] | None = None, max_cell_s: float | None = None) -> dict:
     """Compute the cells of a chapter's grids (those named in `only`, default all) that its results store
-    lacks, grid after grid in the chapter's order, most informative first, until `budget` (seconds or
-    ``"2h"``) is spent. The grids are read again after each one is filled: a grid may depend on an earlier
-    one's cells (chapter 4 draws its factuals with its stored networks). Returns ``{grid: {"cells",
-    "computed", "stale"}}`` afterwards."""
+    lacks, until `budget` (seconds or ``"2h"``) is spent, claims first: first every configuration's first
+    cell, grid after grid in the chapter's order, then the other cells, grid after grid, in round-robin over
+    the configurations (:func:`fill_order`). Two passes, not one per round: each pass of a grid ends when its
+    slowest cell does, and its other workers wait. `max_cell_s`: only cells estimated to take at most this
+    long (:func:`cell_costs`; a cell of a configuration with no stored cell has no estimate and is left out).
+    Each grid is read again before each of its passes: a grid may depend on an earlier one's cells (chapter 4 draws
+    its factuals with its stored networks). Returns ``{grid: {"cells", "computed", "stale"}}`` afterwards."""
     module = chapters.module(chapter)
     settings = chapters.settings(module.SCALES, scale)
     deadline = None if budget is None else time.monotonic() + parse_duration(budget)
-    store, report = chapter_cache(chapter, scale), {}
-    names = list(module.grids(settings))
-    unknown = set(only or ()) - set(names)
-    if unknown:
-        raise ValueError(f"chapter {chapter} has no grid {sorted(unknown)}; its grids: {names}")
-    for name in (n for n in names if not only or n in only):
-        grid = module.grids(settings)[name]
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if left is None or left > 0:
-            run_grid(grid.func, grid.configs, cache=store, order=grid.order, budget=left, n_jobs=n_jobs,
-                     scheduler=scheduler, description=f"{chapter} {name}")
-        report[name] = grid_progress(grid.func, grid.configs, store)
-    return report
+    store = chapter_cache(chapter, scale)
+    names = chosen_grids(chapter, module.grids(settings), only)
+    for first in (True, False):
+        for name in names:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if left == 0:
+                break
+            grid = module.grids(settings)[name]
+            todo = grid_plan(name, grid, store, max_cell_s=max_cell_s)["first" if first else "todo"]
+            if todo:
+                run_grid(grid.func, [grid.configs[i] for i in todo], cache=store, budget=left, n_jobs=n_jobs,
+                         scheduler=scheduler, description=f"{chapter} {name}")
+    grids = module.grids(settings)
+    return {name: grid_progress(grids[name].func, grids[name].configs, store) for name in names}
+
+
+def scheduler_slots(address: str) -> int:
+    """How many cells a dask.distributed cluster computes at once: its workers' threads, all together."""
+    from distributed import Client  # optional dependency (the `dask` extra)
+
+    with Client(address, timeout=30) as client:
+        return sum(w["nthreads"] for w in client.scheduler_info()["workers"].values())
+
+
+def cells_in_flight(n_jobs: int, scheduler: str | None) -> int:
+    """The `n_jobs` of a budgeted run: on a dask cluster with ``-1`` (the default), the cluster's threads
+    (:func:`scheduler_slots`), else as given; a warning when a cluster gets two cells or fewer at once."""
+    if scheduler and n_jobs in (-1, None):
+        n_jobs = scheduler_slots(scheduler)
+        print(f"[explainopt] {scheduler}: {n_jobs} worker threads, so {n_jobs} cells in flight", flush=True)
+    if scheduler and n_jobs <= 2:
+        warnings.warn(f"--scheduler {scheduler} with --jobs {n_jobs}: at most {n_jobs} cells in flight however large "
+                      "the cluster is; leave --jobs out to use every worker thread", stacklevel=2)
+    return n_jobs
 
 
 def run(scale: str, only: list[str] | None = None, output_dir: Path | None = None,
         parameters: dict | None = None, *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
-        grids: list[str] | None = None) -> list[Path]:
+        grids: list[str] | None = None, max_cell_s: float | None = None, plan_only: bool = False,
+        recompute: bool = False) -> list[Path]:
     """Execute the chapters at `scale` into `output_dir` (default ``book/chapters``); with a `budget`,
     first :func:`fill` their results stores (the budget is shared, chapter after chapter; `grids`: only
-    the grids of these names)."""
+    the grids of these names; `max_cell_s`: only cells estimated to take at most this long), after printing
+    each chapter's plan (:func:`plan_text`); `plan_only`: print the plans and stop. `recompute` (book scale
+    only): the render computes every cell again, stored or not (:func:`chapter_cache`, :data:`RECOMPUTE`)."""
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
+    if recompute and scale != "book":
+        raise ValueError(f"recompute at the {scale} scale: only a book-scale render computes its cells into a store "
+                         "(the smoke scale's are in .cache/NN: delete it; a paper-scale render computes nothing)")
     output_dir = Path(output_dir or ROOT / "book" / "chapters")
     os.environ["EXPLAINOPT_RESULTS"] = str((output_dir / "results").resolve())
+    if recompute:  # read by chapter_cache in the chapters' kernels
+        os.environ[RECOMPUTE] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     notebooks = chapter_notebooks(only)
-    if budget is not None:
+    with_grids = [nb.name[:2] for nb in notebooks if chapters.has_grids(nb.name[:2])]
+    if plan_only or budget is not None:
+        n_jobs = cells_in_flight(n_jobs, scheduler)
+        for chapter in with_grids:
+            print(plan_text(chapter, chapter_plan(chapter, scale, only=grids, max_cell_s=max_cell_s),
+                            max_cell_s=max_cell_s), flush=True)
+        if budget is not None:
+            width = joblib.cpu_count() if n_jobs in (-1, None) and not scheduler else n_jobs
+            print(f"[explainopt] the budget, {budget} on {width} workers, is {parse_duration(budget) * width / 3600:.2f} "
+                  "core-hours", flush=True)
+        if plan_only:
+            return []
         deadline = time.monotonic() + parse_duration(budget)
-        for notebook in notebooks:
-            if chapters.has_grids(notebook.name[:2]):
-                report = fill(notebook.name[:2], scale, budget=max(0.0, deadline - time.monotonic()),
-                              n_jobs=n_jobs, scheduler=scheduler, only=grids)
-                for name, p in report.items():
-                    print(f"[explainopt] {notebook.name[:2]} {name}: {p['computed']} of {p['cells']} cells stored"
-                          + (f" ({p['stale']} stale)" if p["stale"] else ""), flush=True)
+        for chapter in with_grids:
+            report = fill(chapter, scale, budget=max(0.0, deadline - time.monotonic()), n_jobs=n_jobs,
+                          scheduler=scheduler, only=grids, max_cell_s=max_cell_s)
+            for name, p in report.items():
+                print(f"[explainopt] {chapter} {name}: {p['computed']} of {p['cells']} cells stored"
+                      + (f" ({p['stale']} stale)" if p["stale"] else ""), flush=True)
     done = []
     for notebook in notebooks:
         start = time.perf_counter()
@@ -820,10 +1009,18 @@ def main(argv: list[str] | None = None) -> int:
                        help="extra notebook parameter (value parsed as JSON when possible)")
     p_run.add_argument("--budget", help="first compute missing grid cells into the results store for at most "
                                          "this long (e.g. 2h, 90m), most informative first")
-    p_run.add_argument("--jobs", type=int, default=-1, help="parallel workers for --budget (-1: all cores)")
+    p_run.add_argument("--jobs", type=int, default=-1, help="cells in flight for --budget (-1: all cores, or with "
+                                                             "--scheduler every worker thread of the cluster)")
     p_run.add_argument("--scheduler", help="address of a dask.distributed scheduler to compute the cells on")
     p_run.add_argument("--grids", nargs="+", help="with --budget: fill only these grids of the chapter "
                                                    "(e.g. figure2 region_path)")
+    p_run.add_argument("--max-cell-seconds", type=float, metavar="S",
+                       help="with --budget: only cells whose configuration's stored cells took at most S seconds "
+                            "(median); cells of a configuration with no stored cell are left out")
+    p_run.add_argument("--plan", action="store_true", help="print what --budget would compute (cells, estimated "
+                                                            "core-hours, the claims they decide) and stop")
+    p_run.add_argument("--recompute", action="store_true", help="book scale: compute every cell again, stored or "
+                                                                 "not (make book FRESH=1)")
     p_merge = sub.add_parser("merge", help="add the cells of another copy of the results store that this one lacks")
     p_merge.add_argument("folder", type=Path, help="the other copy's results/<scale> folder")
     p_merge.add_argument("--scale", default="paper", choices=COMMITTED)
@@ -847,7 +1044,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "run":
         try:
             run(args.scale, args.only, args.output, {k: _parse_value(v) for k, v in args.p}, budget=args.budget,
-                n_jobs=args.jobs, scheduler=args.scheduler, grids=args.grids)
+                n_jobs=args.jobs, scheduler=args.scheduler, grids=args.grids, max_cell_s=args.max_cell_seconds,
+                plan_only=args.plan, recompute=args.recompute)
         except ChapterFailed as exc:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
             return 1

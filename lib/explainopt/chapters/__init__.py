@@ -12,7 +12,9 @@ protocol attached. ``tests/test_architecture.py`` checks the rule.
 A chapter module offers ``SCALES`` (its settings at the smoke, book and paper scales) and
 ``grids(settings) -> {name: experiments.Grid}``: every grid its notebook runs, with the order in which
 a budgeted paper-scale run should compute the cells (those behind claims the book scale cannot decide
-first). The notebook and ``python -m explainopt.book run --budget`` use the same grids.
+first; the run takes it round-robin over the configurations, :func:`explainopt.book.fill_order`), and
+may declare ``GRID_CLAIMS`` (grid name -> the claims its cells decide, for the run's printed plan). The
+notebook and ``python -m explainopt.book run --budget`` use the same grids.
 
 This module offers what every chapter shares: :func:`settings` (the scale's grid with the reader's
 overrides), :func:`as_list` (list parameters as papermill passes them), :func:`solver_key` (the solver

@@ -270,6 +270,14 @@ def vrp_experiment(grid: experiments.Grid, results: list, *, maxiter: int = 1000
 
 # =========================================================================== grids
 
+#: The claims each grid decides (what a budgeted run prints in its plan).
+GRID_CLAIMS = {"knapsack": ["Knapsack (convex path): objective and feasibility incoherence, accuracy cost, stability"],
+               "vrp": ["Table 4 (CVRP)", "Figures 3 and 9"],
+               "runtime": ["Table 3: SLSQP's times against LR's and DTR's", "the convex path at 40 items"],
+               "knapsack_slsqp": ["Knapsack (SLSQP, the paper's fit): incoherence, accuracy cost, stability",
+                                  "Table 2's σ", "Figures 2 and 5-8", "SLSQP ends within 1% of the optimum"]}
+
+
 def grids(S: dict, *, seed: int = 42, solver: str | None = "auto") -> dict[str, experiments.Grid]:
     """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them.
 

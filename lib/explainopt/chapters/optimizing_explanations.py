@@ -284,6 +284,11 @@ def _from_cell(cell: dict) -> ExplanationResult:
     return ExplanationResult(**cell, X=X, gradients=get_function(cell["function"]).gradient(X))
 
 
+#: The claims each grid decides (what a budgeted run prints in its plan).
+GRID_CLAIMS = {"explanations": ["L_faithful ≈ η", "agreement high at D = 2, low at D = 4, decreasing in D",
+                                "disagreement on steep or oscillatory gradients", "Figure 2 (D = 1)"]}
+
+
 def grids(S: dict, *, solver: str | None = "auto") -> dict[str, experiments.Grid]:
     """The chapter's grid at settings `S` (a row of :data:`SCALES`): ``explanations``, every (variant, D, u,
     function, metric) cell of :func:`experiment_configs` for both constraint variants.

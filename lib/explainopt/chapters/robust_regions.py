@@ -232,6 +232,17 @@ def _instance_major(configs: list[dict], rank: dict) -> list[int]:
     return sorted(range(len(configs)), key=lambda k: (rank[configs[k]["dataset"]][configs[k]["index"]], k))
 
 
+#: The claims each grid decides (what a budgeted run prints in its plan).
+GRID_CLAIMS = {"accuracies": ["Table 4's accuracies"],
+               "single_leaf": ["the single-leaf heuristic is faster but may be non-optimal"],
+               "figure2": ["iterations grow with model complexity (Figures 2 and 6)"],
+               "region_path": ["the single-leaf heuristic (Figure 5)"],
+               "figure7": ["Figure 7: monotone distance, non-monotone robustness"],
+               "table3": ["the gradient baseline is often not robust, sometimes invalid; ours robust and valid"],
+               "regions": ["regions are robust", "time and iterations grow with model complexity",
+                           "l2 converges slower than l-inf", "a smaller radius is faster", "the paper's times"]}
+
+
 def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int = 10_000) -> dict[str, Grid]:
     """The chapter's grids at settings `S` (a row of :data:`SCALES`), in the order a budgeted run fills them:
     the smaller grids first, the 4320 cells of Tables 1-2 (paper scale) last.

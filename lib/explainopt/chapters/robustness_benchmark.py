@@ -316,6 +316,10 @@ def factual_cell(*, dataset: str, model: str, factual: int, n_train: int, width:
     return dict(rows=rows, solver="+".join(used), available=True, meta=meta)
 
 
+#: The claims each grid decides (what a budgeted run prints in its plan).
+GRID_CLAIMS = {"benchmark": ["H1-H11 (every hypothesis, on every data set and model)"]}
+
+
 def grids(S: dict, *, seed: int = 0, solver: str | None = "auto") -> dict[str, experiments.Grid]:
     """The chapter's one grid, ``benchmark``: a cell per (dataset, model, factual), factual-major (the
     first factual of every dataset and model first: every hypothesis gets evidence early)."""
