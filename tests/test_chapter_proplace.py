@@ -277,7 +277,7 @@ def test_the_grid_has_a_cell_per_factual_first_factuals_first_and_reads_back_per
     monkeypatch.setattr(CH, "robust_neighbours",
                         lambda *args: RobustNeighbours(prep["model"], prep["split"]["X1"], delta=0.025))
     S = dict(datasets=[DATASET, "carla/adult"], epochs={}, n_both=0, n_loo=1, n_factuals=2, methods=["MILP-R"],
-             networks="local", n_inner=1)
+             networks="book", n_inner=1)
     grid = CH.grids(S, preps={DATASET: prep, "carla/adult": prep})["factuals"]
     assert [grid.configs[k]["dataset"] for k in grid.order] == [DATASET, "carla/adult"] * 2
     assert [c["index"] for c in grid.configs[:2]] == list(CH.factual_indices(prep, 2))

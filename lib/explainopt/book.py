@@ -61,42 +61,13 @@ from IPython.display import Markdown, display
 
 from . import chapters, experiments, reporting
 from .numerics import code_paths
-from .experiments import (ROOT, Grid, PickleCache, ResultStore, StoreError, cache_dir, grid_progress, machine,
-                          parse_duration, read_store_file, resolve_function, run_grid, versions)
+from .experiments import (COMMITTED, RECOMPUTE, ROOT, Grid, PickleCache, ResultStore, StoreError, cache_dir,
+                          chapter_cache, grid_progress, machine, parse_duration, read_store_file, resolve_function,
+                          run_grid, versions)
 
 SCALES = ("smoke", "book", "paper")
 #: The committed results: ``results/<scale>/NN.json`` (verdicts) and ``results/paper/NN/`` (the store).
 RESULTS = ROOT / "results"
-#: The scales whose verdicts and cells are committed, ``results/<scale>/NN.json`` and ``results/<scale>/NN/``.
-COMMITTED = ("book", "paper")
-#: Set by ``run --recompute`` to the moment it started: the chapters' kernels then serve no cell stored before.
-RECOMPUTE = "EXPLAINOPT_RECOMPUTE_SINCE"
-
-
-class RecomputingStore(ResultStore):
-    """A results store that serves only the cells computed since `since` (an ISO date, as the cells'
-    provenance dates them): every older cell is computed again and its new line supersedes the old one."""
-
-    def __init__(self, folder, since: str):
-        super().__init__(folder)
-        self.since = since
-
-    def get(self, func, config: dict, *, fresh: bool = False) -> dict | None:
-        cell = super().get(func, config, fresh=fresh)
-        return cell if cell is not None and cell["provenance"]["date"] >= self.since else None
-
-
-def chapter_cache(chapter: str, scale: str) -> PickleCache | ResultStore:
-    """The one cache convention of the chapters: at the scales whose results are committed (:data:`COMMITTED`)
-    the committed results store ``results/<scale>/NN`` (same provenance, staleness, ``merge`` and
-    ``revalidate`` at both), at the smoke scale the local pickles of ``.cache/NN``. Under ``run --recompute``
-    (:data:`RECOMPUTE`) a store that serves only the cells computed since the run began."""
-    if scale not in COMMITTED:
-        return PickleCache(cache_dir(chapter))
-    since = os.environ.get(RECOMPUTE)
-    return RecomputingStore(RESULTS / scale / chapter, since) if since else ResultStore(RESULTS / scale / chapter)
-
-
 class ChapterFailed(RuntimeError):
     """A chapter notebook raised in one of its cells."""
 

@@ -690,12 +690,34 @@ def as_cache(cache) -> PickleCache | ResultStore | None:
     return PickleCache(cache)
 
 
+#: The scales whose verdicts and cells are committed, ``results/<scale>/NN.json`` and ``results/<scale>/NN/``.
+COMMITTED = ("book", "paper")
+#: Set by ``run --recompute`` to the moment it started: the chapters' kernels then serve no cell stored before.
+RECOMPUTE = "EXPLAINOPT_RECOMPUTE_SINCE"
+
+
+class RecomputingStore(ResultStore):
+    """A results store that serves only the cells computed since `since` (an ISO date, as the cells'
+    provenance dates them): every older cell is computed again and its new line supersedes the old one."""
+
+    def __init__(self, folder, since: str):
+        super().__init__(folder)
+        self.since = since
+
+    def get(self, func, config: dict, *, fresh: bool = False) -> dict | None:
+        cell = super().get(func, config, fresh=fresh)
+        return cell if cell is not None and cell["provenance"]["date"] >= self.since else None
+
+
 def chapter_cache(chapter: str, scale: str) -> PickleCache | ResultStore:
-    """The paper scale's :class:`ResultStore`, a :class:`PickleCache` in :func:`cache_dir` otherwise. Superseded
-    by :func:`explainopt.book.chapter_cache` (the book scale in a committed store too); kept only because
-    removing it changes this module's code, which is part of chapters 4 and 6's cells' fingerprint: drop it
-    with the next change of this module's code."""
-    return ResultStore.of_chapter(chapter, scale) if scale == "paper" else PickleCache(cache_dir(chapter))
+    """The one cache convention of the chapters: at the scales whose results are committed (:data:`COMMITTED`)
+    the committed results store ``results/<scale>/NN`` (same provenance, staleness, ``merge`` and
+    ``revalidate`` at both), at the smoke scale the local pickles of ``.cache/NN``. Under ``run --recompute``
+    (:data:`RECOMPUTE`) a store that serves only the cells computed since the run began."""
+    if scale not in COMMITTED:
+        return PickleCache(cache_dir(chapter))
+    folder, since = ROOT / "results" / scale / chapter, os.environ.get(RECOMPUTE)
+    return RecomputingStore(folder, since) if since else ResultStore(folder)
 
 
 # --------------------------------------------------------------------------- grids
@@ -886,7 +908,7 @@ def results_frame(configs: Iterable[dict], results: Iterable[dict]) -> pd.DataFr
     return pd.DataFrame([{**config, **result} for config, result in zip(configs, results)])
 
 
-__all__ = ["Grid", "PickleCache", "ResultStore", "StoreError", "atomic_write_bytes", "cache_dir", "chapter_cache",
+__all__ = ["COMMITTED", "RECOMPUTE", "RecomputingStore", "Grid", "PickleCache", "ResultStore", "StoreError", "atomic_write_bytes", "cache_dir", "chapter_cache",
            "CodeChanged", "code_fingerprint", "code_text", "compute_cell", "config_key", "differences", "grid_progress", "limited",
            "machine", "parse_duration", "read_store_file", "results_frame", "revalidate", "revalidation_sample",
            "run_grid", "stored_form", "versions"]

@@ -75,7 +75,7 @@ STAND_INS = {"ROAR-style": "ROAR"}
 SCALES = {  # epochs {} = the authors' epochs; retrained networks = n_both (both halves) + n_loo (leave 1 % out)
     "smoke": dict(datasets=DATASETS[:2], epochs={"carla/adult": 2, "carla/compas": 5}, n_both=1, n_loo=1,
                   n_factuals=2, methods=METHODS, networks="train", n_inner=3, time_limit=3),
-    "book": dict(datasets=DATASETS, epochs={}, n_both=2, n_loo=2, n_factuals=8, methods=METHODS, networks="local",
+    "book": dict(datasets=DATASETS, epochs={}, n_both=2, n_loo=2, n_factuals=8, methods=METHODS, networks="book",
                  n_inner=8, time_limit=None),
     "paper": dict(datasets=DATASETS, epochs={}, n_both=10, n_loo=10, n_factuals=50, methods=METHODS, networks="store",
                   n_inner=20, time_limit=None),
@@ -172,17 +172,18 @@ def network_configs(dataset: str, epochs: int | None, n_both: int, n_loo: int, c
             + [dict(dataset=dataset, role="loo", seed=s, width=rwidth, epochs=ep) for s in range(3, 3 + n_loo)])
 
 
-#: Where the networks of a scale come from: trained in the process (``train``), the local pickle cache of
-#: the chapter (``local``), or the committed results store (``store``, the paper scale: a network not in
-#: it is not trained by a render).
-NETWORK_SOURCES = ("train", "local", "store")
+#: Where the networks of a scale come from: trained in the process (``train``), the book scale's committed
+#: store (``book``: a network not in it is trained and stored), or the paper scale's (``store``: a network
+#: not in it is not trained by a render).
+NETWORK_SOURCES = ("train", "book", "store")
 
 
 def network_cache(networks: str):
-    """The cache of :data:`NETWORK_SOURCES` `networks`: none, the chapter's local cache, or its results store."""
+    """The cache of :data:`NETWORK_SOURCES` `networks`: none, the book scale's committed store (networks not
+    in it are trained and stored), or the paper scale's (filled by ``make paper NAME=04``)."""
     if networks not in NETWORK_SOURCES:
         raise ValueError(f"networks={networks!r}: expected one of {NETWORK_SOURCES}")
-    return {"train": None, "local": experiments.cache_dir(CHAPTER),
+    return {"train": None, "book": experiments.chapter_cache(CHAPTER, "book"),
             "store": experiments.ResultStore.of_chapter(CHAPTER)}[networks]
 
 
