@@ -8,16 +8,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from explainopt import reporting
+from explainopt import reporting, verdicts
 from explainopt.chapters import clemo as C3
 from explainopt.chapters import module
 from explainopt.chapters import optimizing_explanations as C1
-from explainopt.chapters import proplace as C4
+from explainopt.chapters import proplace_claims as C4
 from explainopt.chapters import robust_regions as C2
 from explainopt.chapters import robustness_benchmark as C6
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
 
 CHAPTERS = ("01", "02", "03", "04", "05", "06")
+
+
+def _book(chapter: str) -> verdicts.ClaimBook:
+    """The chapter's declared claims (chapter 4 declares them beside its module, which stays unchanged)."""
+    return C4.CLAIMS if chapter == "04" else module(chapter).CLAIMS
 
 
 def _no_data_claims(chapter: str) -> list[reporting.Claim]:
@@ -40,7 +45,7 @@ def _no_data_claims(chapter: str) -> list[reporting.Claim]:
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_claim_is_declared_once_with_its_check_and_rule(chapter):
-    book = module(chapter).CLAIMS
+    book = _book(chapter)
     assert len(book.ids) == len(set(book.ids)) and all(i.startswith(f"{chapter}-") for i in book.ids)
     for check in book.table["check"]:
         assert inspect.isfunction(getattr(module(chapter), check)), check
@@ -50,7 +55,7 @@ def test_every_claim_is_declared_once_with_its_check_and_rule(chapter):
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_without_data_every_claim_is_not_run_in_declared_order_and_says_why(chapter):
     claims = _no_data_claims(chapter)
-    assert [c.id for c in claims] == module(chapter).CLAIMS.ids
+    assert [c.id for c in claims] == _book(chapter).ids
     for c in claims:
         assert c.verdict == NOT_RUN, c.id
         assert c.explanation.startswith("Too little evidence"), c.id
@@ -61,9 +66,12 @@ def test_without_data_every_claim_is_not_run_in_declared_order_and_says_why(chap
 def test_each_claim_names_its_check(chapter):
     """The id leads from a row to the code: the declared check is a function of the chapter whose source
     names the id (directly, or through the name its id is built from)."""
-    book = module(chapter).CLAIMS
+    book = _book(chapter)
     for id, check in zip(book.ids, book.table["check"]):
         source = inspect.getsource(getattr(module(chapter), check))
+        if chapter == "04":  # its checks state the declared wording (ClaimBook.declare checks it)
+            assert f'"{book.text(id)}"' in source, (id, check)
+            continue
         stem = id.split("-", 1)[1].removesuffix("-slsqp").removesuffix("-convex")
         assert id in source or f'"{stem}"' in source, (id, check)
 
@@ -71,27 +79,27 @@ def test_each_claim_names_its_check(chapter):
 # --------------------------------------------------------------------------- the shared predicates
 
 def test_all_of_at_least_needs_n_present_values_and_can_fail():
-    assert reporting.all_of_at_least([1, 2, 3], 3, lambda v: v > 0) is True
-    assert reporting.all_of_at_least([1, -2, 3], 3, lambda v: v > 0) is False
-    assert reporting.all_of_at_least([1, np.nan, 3], 3, lambda v: v > 0) is None
-    assert reporting.all_of_at_least([], 1) is None and reporting.all_of_at_least(None, 1) is None
+    assert verdicts.all_of_at_least([1, 2, 3], 3, lambda v: v > 0) is True
+    assert verdicts.all_of_at_least([1, -2, 3], 3, lambda v: v > 0) is False
+    assert verdicts.all_of_at_least([1, np.nan, 3], 3, lambda v: v > 0) is None
+    assert verdicts.all_of_at_least([], 1) is None and verdicts.all_of_at_least(None, 1) is None
 
 
 def test_share_of_matched_pairs_counts_only_pairs_with_both_sides_and_flips():
     a = pd.Series({"x": 1.0, "y": 1.0, "z": 1.0, "w": np.nan})
     b = pd.Series({"x": 2.0, "y": 2.0, "z": 2.0, "v": 0.0})
-    assert reporting.share_of_matched_pairs(a, b, 3) == (1.0, 3)
-    assert reporting.share_of_matched_pairs(b, a, 3) == (0.0, 3)   # the compared series flipped
-    share, n = reporting.share_of_matched_pairs(a, b, 4)
+    assert verdicts.share_of_matched_pairs(a, b, 3) == (1.0, 3)
+    assert verdicts.share_of_matched_pairs(b, a, 3) == (0.0, 3)   # the compared series flipped
+    share, n = verdicts.share_of_matched_pairs(a, b, 4)
     assert np.isnan(share) and n == 3
     with pytest.raises(ValueError, match="pair up"):
-        reporting.share_of_matched_pairs([1.0, 2.0], [1.0], 1)
+        verdicts.share_of_matched_pairs([1.0, 2.0], [1.0], 1)
 
 
 def test_interval_above_and_below():
-    assert reporting.interval_above(0.6, 0.5) is True and reporting.interval_above(0.4, 0.5) is False
-    assert reporting.interval_below(0.4, 0.5) is True and reporting.interval_below(0.6, 0.5) is False
-    assert reporting.interval_above(np.nan, 0.5) is None and reporting.interval_below(None, 0.5) is None
+    assert verdicts.interval_above(0.6, 0.5) is True and verdicts.interval_above(0.4, 0.5) is False
+    assert verdicts.interval_below(0.4, 0.5) is True and verdicts.interval_below(0.6, 0.5) is False
+    assert verdicts.interval_above(np.nan, 0.5) is None and verdicts.interval_below(None, 0.5) is None
 
 
 def test_matched_share_of_chapter_2_ignores_unmatched_configurations():
@@ -142,7 +150,7 @@ FIXTURES = {
 
 
 def test_the_fixtures_name_declared_claims():
-    declared = {i for chapter in CHAPTERS for i in module(chapter).CLAIMS.ids}
+    declared = {i for chapter in CHAPTERS for i in _book(chapter).ids}
     assert set(FIXTURES) <= declared
 
 
@@ -160,3 +168,53 @@ def test_claim_holds_fails_and_is_not_run_without_data(id):
 def test_the_perturbed_input_changes_the_verdict(id):
     check, holds, fails = FIXTURES[id]
     assert check(holds).verdict != check(fails).verdict
+
+
+def test_chapter_4_claims_explain_a_vr_gap_most_methods_share_as_the_retraining_set_up():
+    from test_chapter_proplace import GOOD, table_of
+    rows = {ds: dict(methods) for ds, methods in GOOD.items()}
+    table = table_of(rows)
+    table.loc[table["method"] == "PROPLACE", "vr"] = 90.0
+    table["paper vr"] = 100.0
+    vr = next(c for c in C4.claims(table, pd.DataFrame(), n_retrained=20) if c.id == "04-vr-100")
+    assert vr.verdict != REPRODUCED and "retraining set-up" in vr.explanation
+    table["paper vr"] = 0.0  # no method below the paper's: nothing shared, a genuine finding
+    vr = next(c for c in C4.claims(table, pd.DataFrame(), n_retrained=20) if c.id == "04-vr-100")
+    assert vr.explanation.startswith("Genuine finding")
+
+
+def test_declaring_claims_rejects_wording_that_is_not_the_declared_one():
+    table = pd.DataFrame(columns=["dataset", "method", "n", "found", "vΔ", "vr", "l1", "lof", "paper l1"])
+    claims = C4.CH.claims(table, pd.DataFrame(), n_retrained=0)
+    claims[0].claim = "something else"
+    with pytest.raises(ValueError, match="declared wording"):
+        C4.CLAIMS.declare(claims)
+
+
+def test_a_declared_claim_carries_its_id_rule_and_explanation_into_the_results_and_the_table(tmp_path):
+    book = verdicts.ClaimBook("09", pd.DataFrame([
+        {"id": "09-ratio", "check": "f", "claim": "ratio above {x:g}", "paper": "≥ 2", "unit": "runs",
+         "pairing": "per run", "decides": "every ratio > 2", "deviation": ""},
+        {"id": "09-time", "check": "g", "claim": "fast", "paper": "1 s", "unit": "", "pairing": "none",
+         "decides": "≤ 1 s", "deviation": "another machine"}]))
+    few = book.claim("09-ratio", fields={"x": 2}, ours="3", holds=True, evidence=2, minimum=5)
+    assert (few.id, few.claim, few.paper, few.verdict) == ("09-ratio", "ratio above 2", "≥ 2", NOT_RUN)
+    assert few.rule == "at least 5 runs; per run; decides: every ratio > 2"
+    assert few.explanation == "Too little evidence: 2 of the 5 cells the rule needs were computed."
+    slow = book.claim("09-time", ours="3 s", holds=False)
+    assert slow.explanation.startswith("Deviation from the paper's protocol: another machine")
+    assert book.claim("09-time", ours="3 s", holds=False, deviation="").explanation.startswith("Genuine finding")
+    reporting.save_chapter_results("09", [few, slow], {"scale": "book"}, folder=tmp_path)
+    saved = reporting.read_chapter_results(tmp_path, "09")["claims"]
+    assert [c["id"] for c in saved] == ["09-ratio", "09-time"] and saved[0]["rule"] == few.rule
+    assert saved[0]["evidence"] == 2 and saved[0]["minimum"] == 5 and saved[1]["explanation"] == slow.explanation
+    table = verdicts.verdict_table([few, slow])
+    page, text = table._repr_html_(), table._repr_markdown_()
+    assert ">09-ratio<" in page and "Rule: at least 5 runs" in page and f'id="{reporting.claim_anchor(few.claim)}"' in page
+    assert "Why 2 of the 2 verdicts are not reproduced" in page and "another machine" in text.split("Why 2 of")[1]
+    listed = verdicts.claims_by_scale({"book": tmp_path})
+    assert list(listed["id"]) == ["09-ratio", "09-time"] and list(listed["book"]) == [NOT_RUN, DIFFERS]
+    with pytest.raises(KeyError, match="not declared"):
+        book.claim("09-nothing", ours="", holds=None)
+    with pytest.raises(ValueError, match="ids must be unique"):
+        verdicts.ClaimBook("09", pd.concat([book.table, book.table], ignore_index=True))

@@ -1,6 +1,5 @@
 import html
 
-import pandas as pd
 import pytest
 
 from explainopt import reporting
@@ -30,8 +29,8 @@ def test_status_table_counts_claims_per_chapter_naming_the_denominators(tmp_path
     assert row["chapter"] == "01" and row["solvers"] == "clarabel"
     assert row["verdicts"] == "1 of 2 checked reproduced, 0 partly, 1 differs; 1 of 3 not run"
     assert row["compute time"] == "not recorded"  # the render's wall time is not a compute time
-    assert list(claims_table(claims).columns) == ["Id", "Claim", "Paper", "Ours", "Verdict", "Why", "Rule", "Evidence", "Minimum", "Explanation"]
-    assert list(claims_table([]).columns) == ["Id", "Claim", "Paper", "Ours", "Verdict", "Why", "Rule", "Evidence", "Minimum", "Explanation"]
+    assert list(claims_table(claims).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
+    assert list(claims_table([]).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
 
 
 def test_status_shows_the_cells_compute_time_and_flags_a_partial_grid(tmp_path):
@@ -48,7 +47,7 @@ def test_claims_side_by_side_per_scale(tmp_path):
     save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)], {"scale": "book"}, folder=book_dir)
     save_chapter_results("02", [claim("a", paper=1, ours=1, holds=False)], {"scale": "paper"}, folder=paper_dir)
     claims = reporting.claims_by_scale({"this build": book_dir, "paper (store)": paper_dir})
-    assert claims.iloc[0].to_dict() == {"chapter": "02", "id": "", "claim": "a", "this build": "reproduced",
+    assert claims.iloc[0].to_dict() == {"chapter": "02", "claim": "a", "this build": "reproduced",
                                         "paper (store)": "differs"}
 
 
@@ -69,33 +68,7 @@ def test_the_verdict_table_shows_every_claim_in_full_with_a_coloured_verdict():
         assert f">{verdict}</span>" in page
     assert page.count("<tr") == 1 + len(claims) and f'id="{reporting.claim_anchor(LONG_CLAIM)}"' in page
     text = table._repr_markdown_()
-    assert "\\|l2\\|" in text and len(text.splitlines()[:2 + len(claims)]) == 2 + len(claims)
-    # under the table, each verdict that is not reproduced with its explanation
-    assert "Why 2 of the 3 verdicts are not reproduced" in page and "Genuine finding" in page
-    assert "Too little evidence" in text.split("Why 2 of the 3")[1]
-
-
-def test_a_declared_claim_carries_its_id_rule_and_explanation(tmp_path):
-    book = reporting.ClaimBook("09", pd.DataFrame([
-        {"id": "09-ratio", "check": "f", "claim": "ratio above {x:g}", "paper": "≥ 2", "unit": "runs",
-         "pairing": "per run", "decides": "every ratio > 2", "deviation": ""},
-        {"id": "09-time", "check": "g", "claim": "fast", "paper": "1 s", "unit": "", "pairing": "none",
-         "decides": "≤ 1 s", "deviation": "another machine"}]))
-    few = book.claim("09-ratio", fields={"x": 2}, ours="3", holds=True, evidence=2, minimum=5)
-    assert (few.id, few.claim, few.paper, few.verdict) == ("09-ratio", "ratio above 2", "≥ 2", "not run")
-    assert few.rule == "at least 5 runs; per run; decides: every ratio > 2"
-    assert few.explanation == "Too little evidence: 2 of the 5 cells the rule needs were computed."
-    slow = book.claim("09-time", ours="3 s", holds=False)
-    assert slow.explanation.startswith("Deviation from the paper's protocol: another machine")
-    assert book.claim("09-time", ours="3 s", holds=False, deviation="").explanation.startswith("Genuine finding")
-    path = save_chapter_results("09", [few, slow], {"scale": "book"}, folder=tmp_path)
-    saved = reporting.read_chapter_results(tmp_path, "09")["claims"]
-    assert [c["id"] for c in saved] == ["09-ratio", "09-time"] and saved[0]["rule"] == few.rule and path.exists()
-    assert f'id="{reporting.claim_anchor("09-ratio")}"' in reporting.verdict_table([few, slow])._repr_html_()
-    with pytest.raises(KeyError, match="not declared"):
-        book.claim("09-nothing", ours="", holds=None)
-    with pytest.raises(ValueError, match="ids must be unique"):
-        reporting.ClaimBook("09", pd.concat([book.table, book.table], ignore_index=True))
+    assert "\\|l2\\|" in text and len(text.splitlines()) == 2 + len(claims)
 
 
 def test_markdown_tables_escape_what_markdown_would_read_as_syntax():

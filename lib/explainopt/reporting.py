@@ -31,24 +31,13 @@ VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTLY: "#9a6700", DIFFERS: "#cf222e",
 
 @dataclass
 class Claim:
-    """One claim of a paper, the paper's number, ours, and the verdict with its reason.
-
-    id: the claim's stable id (``04-vr-100``), declared in its chapter's ``data/<chapter>_claims.csv`` with
-    the check that computes it. rule: the evidence rule the verdict rests on (how many cells at least, how
-    they are paired, what decides). evidence / minimum: the cells the check counted and the fewest it needs.
-    explanation: for a verdict that is not *reproduced*, the computed sentence that says why (a genuine
-    finding, too little evidence, or a deviation from the paper's protocol)."""
+    """One claim of a paper, the paper's number, ours, and the verdict with its reason."""
 
     claim: str
     paper: str
     ours: str
     verdict: str
     why: str = ""
-    id: str = ""
-    rule: str = ""
-    evidence: int | None = None
-    minimum: int = 1
-    explanation: str = ""
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -69,70 +58,21 @@ def missing(*values) -> bool:
     return False
 
 
-def _values(values) -> np.ndarray:
-    return np.asarray(values.to_numpy() if hasattr(values, "to_numpy") else list(values), dtype=object)
-
-
 def every(values, predicate=bool) -> bool | None:
     """Whether `predicate` holds for every value; None (*not run*) when the values are missing."""
     if missing(values):
         return None
-    return bool(all(predicate(v) for v in _values(values)))
-
-
-# --------------------------------------------------------------------------- shared predicates of the checks
-
-
-def all_of_at_least(values, n: int, predicate=bool) -> bool | None:
-    """Whether `predicate` holds for every one of `values` (missing values, None or NaN, left out), judged
-    only on at least `n` of them: None (*not run*) below `n`."""
-    present = [v for v in _values(values if values is not None else [])
-               if v is not None and not (np.ndim(v) == 0 and pd.isna(v))]
-    if len(present) < max(int(n), 1):
-        return None
-    return bool(all(predicate(v) for v in present))
-
-
-def matched_pairs(a, b) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs of `a` and `b` (Series on the same keys, or arrays of one length) where both are present;
-    Series are aligned on their index first, so a key that only one of them has is no pair."""
-    if isinstance(a, pd.Series) and isinstance(b, pd.Series):
-        a, b = a.align(b, join="inner")
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if a.shape != b.shape:
-        raise ValueError(f"a and b must pair up: shapes {a.shape} and {b.shape}")
-    both = ~(np.isnan(a) | np.isnan(b))
-    return a[both], b[both]
-
-
-def share_of_matched_pairs(a, b, n_min: int, better=np.less) -> tuple[float, int]:
-    """The share of matched pairs (:func:`matched_pairs`) on which ``better(a, b)`` holds, and how many pairs
-    there are; the share is NaN (*not run*) below `n_min` pairs. A missing partner is no pair, never a loss."""
-    a, b = matched_pairs(a, b)
-    n = len(a)
-    return (float(np.mean(better(a, b))) if n >= max(int(n_min), 1) else float("nan")), n
-
-
-def interval_above(low, target) -> bool | None:
-    """Whether an interval lies entirely above `target` (its lower end is): None when it is missing."""
-    return None if missing(low, target) else bool(low > target)
-
-
-def interval_below(high, target) -> bool | None:
-    """Whether an interval lies entirely below `target` (its upper end is): None when it is missing."""
-    return None if missing(high, target) else bool(high < target)
+    return bool(all(predicate(v) for v in (values.to_numpy() if hasattr(values, "to_numpy") else values)))
 
 
 def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, evidence: int | None = None,
-          minimum: int = 1, id: str = "", rule: str = "", deviation: str = "") -> Claim:
+          minimum: int = 1) -> Claim:
     """A claim whose verdict follows from a check computed from the run (`holds`).
 
     holds: True -> reproduced (or *partly* when `partly`, itself computed from the numbers), False ->
     differs; None or NaN -> not run. evidence / minimum: how many cells (instances, counterfactuals, ...)
     the check rests on and how many it needs; below the minimum the verdict is *not run*, whatever
-    `holds` says, and the reason names both numbers. id / rule: the claim's declared id and evidence rule
-    (:class:`ClaimBook`); deviation: the deviation from the paper's protocol that explains a verdict other
-    than *reproduced*, if one does (:func:`explanation`).
+    `holds` says, and the reason names both numbers.
     """
     if evidence is not None and evidence < minimum:
         holds = None
@@ -142,28 +82,7 @@ def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, eviden
         verdict = NOT_RUN
     else:
         verdict = (PARTLY if partly else REPRODUCED) if bool(holds) else DIFFERS
-    made = Claim(claim, _fmt(paper), _fmt(ours), verdict, why, id=id, rule=rule,
-                 evidence=None if evidence is None else int(evidence), minimum=int(minimum))
-    made.explanation = explanation(made, deviation=deviation)
-    return made
-
-
-def explanation(c: Claim, *, deviation: str = "") -> str:
-    """Why a verdict is not *reproduced*, as one sentence computed from the claim: *too little evidence*
-    (not run: the cells counted against those needed, or the check's reason), a *deviation from the
-    paper's protocol* (the one named), or a *genuine finding* (our number against the paper's under the
-    claim's rule). Empty for a reproduced claim."""
-    if c.verdict == REPRODUCED:
-        return ""
-    if c.verdict == NOT_RUN:
-        counted = (f"{c.evidence} of the {c.minimum} cells the rule needs were computed" if c.evidence is not None
-                   and c.evidence < c.minimum else (c.why or "the check found no data"))
-        return f"Too little evidence: {counted}."
-    part = "only partly holds" if c.verdict == PARTLY else "does not hold"
-    numbers = f"ours {c.ours} against the paper's {c.paper}"
-    if deviation:
-        return f"Deviation from the paper's protocol: {deviation}; the claim {part} ({numbers})."
-    return f"Genuine finding: the claim {part} on our numbers ({numbers}){f' under the rule: {c.rule}' if c.rule else ''}."
+    return Claim(claim, _fmt(paper), _fmt(ours), verdict, why)
 
 
 def _fmt(value) -> str:
@@ -172,64 +91,9 @@ def _fmt(value) -> str:
     return str(value)
 
 
-class ClaimBook:
-    """A chapter's claims declared in one place, its ``data/<chapter>_claims.csv``: one row per claim with its
-    ``id`` (``04-vr-100``; the verdict table, the results file and the status page show it), the ``check``
-    (the chapter's function that computes it), the paper's wording of the ``claim`` and of its number
-    (``paper``; both may hold ``{named}`` fields the check fills with computed values), the evidence rule
-    (``unit`` counted, ``pairing``, what ``decides``) and the ``deviation`` from the paper's protocol that
-    explains a verdict other than *reproduced*, where one does (empty: a genuine finding)."""
-
-    COLUMNS = ("id", "check", "claim", "paper", "unit", "pairing", "decides", "deviation")
-
-    def __init__(self, chapter: str, table: pd.DataFrame):
-        absent = [c for c in self.COLUMNS if c not in table.columns]
-        if absent:
-            raise ValueError(f"the claims table of chapter {chapter} lacks the columns {absent}")
-        table = table.fillna("")
-        wrong = [i for i in table["id"] if not re.fullmatch(rf"{chapter}-[a-z0-9]+(-[a-z0-9]+)*", str(i))]
-        if wrong or table["id"].duplicated().any():
-            raise ValueError(f"chapter {chapter}'s claim ids must be unique and read '{chapter}-words': {wrong}")
-        self.chapter, self.table = chapter, table.set_index("id", drop=False)
-
-    @property
-    def ids(self) -> list[str]:
-        return list(self.table.index)
-
-    def row(self, id: str) -> pd.Series:
-        if id not in self.table.index:
-            raise KeyError(f"claim {id!r} is not declared in chapter {self.chapter}'s claims table; declared: {self.ids}")
-        return self.table.loc[id]
-
-    def text(self, id: str, **fields) -> str:
-        """The paper's wording of claim `id`, its named fields filled in."""
-        return str(self.row(id)["claim"]).format(**fields)
-
-    def paper(self, id: str, **fields) -> str:
-        """The paper's number (as text) of claim `id`, its named fields filled in."""
-        return str(self.row(id)["paper"]).format(**fields)
-
-    def rule(self, id: str, minimum: int = 1) -> str:
-        """Claim `id`'s evidence rule as one sentence: the fewest cells, how they are paired, what decides."""
-        row = self.row(id)
-        return (f"at least {minimum} {row['unit']}; {row['pairing']}; decides: {row['decides']}"
-                if row["unit"] else f"{row['pairing']}; decides: {row['decides']}")
-
-    def claim(self, id: str, *, ours, holds, paper=None, fields: dict | None = None, deviation: str | None = None,
-              **kwargs) -> Claim:
-        """Claim `id` (:func:`claim`) in the declared wording and with the declared evidence rule; `fields`
-        fill the wording's named fields, `paper` overrides the declared number text (when it is computed
-        from a transcribed table), `deviation` the declared deviation (when it is computed)."""
-        fields = fields or {}
-        row = self.row(id)
-        return claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper, ours=ours,
-                     holds=holds, id=id, rule=self.rule(id, kwargs.get("minimum", 1)),
-                     deviation=row["deviation"] if deviation is None else deviation, **kwargs)
-
-
 def claims_table(claims: list[Claim]) -> pd.DataFrame:
     """The "paper vs. this book" table as a DataFrame (for code; a chapter shows :func:`verdict_table`)."""
-    columns = ["id", *(f.name for f in dataclass_fields(Claim) if f.name != "id")]
+    columns = [f.name for f in dataclass_fields(Claim)]
     return pd.DataFrame([asdict(c) for c in claims], columns=columns).rename(columns=str.capitalize)
 
 
@@ -363,21 +227,13 @@ def scale_changes(claims: list[Claim], other: Path, *, labels=("book", "paper"))
     results file of another scale, :func:`save_chapter_results`), both checked: the claim, and our number,
     verdict and reason at each scale (`labels`: other's, this run's), so that the two reasons side by
     side say what the larger sample changed. Empty when `other` does not exist."""
-    saved = json.loads(Path(other).read_text())["claims"] if Path(other).exists() else []
-    before = {claim_key(c): c for c in saved}
+    before = {c["claim"]: c for c in json.loads(Path(other).read_text())["claims"]} if Path(other).exists() else {}
     fields = ("ours", "verdict", "why")
-    rows = [{"claim": c.claim, **{f"{labels[0]}: {f}": before[claim_key(c)].get(f, "") for f in fields},
+    rows = [{"claim": c.claim, **{f"{labels[0]}: {f}": before[c.claim].get(f, "") for f in fields},
              **{f"{labels[1]}: {f}": getattr(c, f) for f in fields}}
-            for c in claims if claim_key(c) in before and NOT_RUN not in (c.verdict, before[claim_key(c)]["verdict"])
-            and c.verdict != before[claim_key(c)]["verdict"]]
+            for c in claims if c.claim in before and NOT_RUN not in (c.verdict, before[c.claim]["verdict"])
+            and c.verdict != before[c.claim]["verdict"]]
     return pd.DataFrame(rows, columns=["claim"] + [f"{label}: {f}" for label in labels for f in fields])
-
-
-def claim_key(c: Claim | dict) -> str:
-    """What identifies a claim across scales and runs: its id, or its text where it has none (results saved
-    before claims had ids)."""
-    c = asdict(c) if isinstance(c, Claim) else c
-    return c.get("id") or c["claim"]
 
 
 def claims_by_scale(folders: dict[str, Path]) -> pd.DataFrame:
@@ -387,8 +243,7 @@ def claims_by_scale(folders: dict[str, Path]) -> pd.DataFrame:
     for label, results in found.items():
         for chapter, data in results.items():
             for c in data["claims"]:
-                rows.setdefault((chapter, claim_key(c)), {"chapter": chapter, "id": c.get("id", ""),
-                                                          "claim": c["claim"]})[label] = c["verdict"]
+                rows.setdefault((chapter, c["claim"]), {"chapter": chapter, "claim": c["claim"]})[label] = c["verdict"]
     return pd.DataFrame(list(rows.values())).fillna("") if rows else pd.DataFrame()
 
 
@@ -459,54 +314,24 @@ def html_table(columns: dict[str, int], rows: list[list[str]], *, row_ids: list[
             f"<colgroup>{widths}</colgroup><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
-def claim_anchor(key: str) -> str:
-    """The HTML id of a claim's row in its chapter's verdict table, from the claim's id (:func:`claim_key`,
-    the same at every scale): the chapter's summary box links each claim to it."""
-    key = str(key)
-    return ("claim-" + key) if re.fullmatch(r"[0-9]{2}-[a-z0-9-]+", key) else \
-        "claim-" + hashlib.sha1(key.encode()).hexdigest()[:10]
+def claim_anchor(text: str) -> str:
+    """The HTML id of a claim's row in its chapter's verdict table, from the claim's text (the same at every
+    scale): the chapter's summary box links each claim to it."""
+    return "claim-" + hashlib.sha1(str(text).encode()).hexdigest()[:10]
 
 
-VERDICT_TABLE_COLUMNS = {"Id": 9, "Claim": 24, "Paper": 14, "Ours": 17, "Verdict": 9, "Why": 27}
-
-
-def _why_cell(c: Claim) -> str:
-    """The Why cell of a claim's row (HTML): the explanation of a verdict that is not reproduced, the check's
-    reason, and the evidence rule with the cells it counted."""
-    parts = [f"<strong>{html.escape(c.explanation)}</strong>"] if c.explanation else []
-    parts += [html.escape(c.why)] if c.why else []
-    if c.rule:
-        counted = f" ({c.evidence} counted)" if c.evidence is not None else ""
-        parts.append(f"<small>Rule: {html.escape(c.rule)}{html.escape(counted)}</small>")
-    return "<br>".join(parts)
-
-
-def explanations_text(claims: list[Claim]) -> str:
-    """One line per verdict that is not *reproduced*: its id, verdict and explanation (Markdown)."""
-    return "\n".join(f"- **{escape_markdown(c.id or c.claim)}** ({c.verdict}): {escape_markdown(c.explanation)}"
-                     for c in claims if c.explanation)
+VERDICT_TABLE_COLUMNS = {"#": 4, "Claim": 27, "Paper": 15, "Ours": 18, "Verdict": 10, "Why": 26}
 
 
 def verdict_table(claims: list[Claim]) -> Rendered:
-    """The "Paper vs. this book" table in full: each claim with its id, the paper's number, ours, a coloured
-    verdict and its reason (the explanation of a verdict that is not reproduced, the check's reason and the
-    evidence rule), nothing cut; under it every verdict that is not reproduced with its explanation. Each
-    row is the target of its claim's link in the summary box (:func:`claim_anchor`), the table that of
-    ``#verdicts``."""
-    rows = [[html.escape(c.id or str(k)), html.escape(c.claim), html.escape(c.paper), html.escape(c.ours),
-             verdict_label(c.verdict), _why_cell(c)] for k, c in enumerate(claims, 1)]
-    body = html_table(VERDICT_TABLE_COLUMNS, rows, row_ids=[claim_anchor(claim_key(c)) for c in claims],
-                      table_id="verdicts")
-    table = pd.DataFrame([[c.id or str(k), c.claim, c.paper, c.ours, c.verdict,
-                           "; ".join(p for p in (c.explanation, c.why, c.rule and f"Rule: {c.rule}") if p)]
-                          for k, c in enumerate(claims, 1)], columns=list(VERDICT_TABLE_COLUMNS))
-    notes = [c for c in claims if c.explanation]
-    if notes:
-        title = f"Why {len(notes)} of the {len(claims)} verdicts are not reproduced"
-        body += (f'<p><strong>{html.escape(title)}</strong></p><ul>'
-                 + "".join(f"<li><strong>{html.escape(c.id or c.claim)}</strong> ({html.escape(c.verdict)}): "
-                           f"{html.escape(c.explanation)}</li>" for c in notes) + "</ul>")
-        return Rendered(body, markdown_table(table) + f"\n\n**{title}**\n\n" + explanations_text(claims))
+    """The "Paper vs. this book" table in full: each claim numbered, the paper's number, ours, a coloured
+    verdict and its reason, nothing cut; each row is the target of its claim's link in the summary box
+    (:func:`claim_anchor`), the table that of ``#verdicts``."""
+    table = claims_table(claims)
+    table.insert(0, "#", range(1, len(table) + 1))
+    rows = [[verdict_label(v) if column == "Verdict" else html.escape(str(v))
+             for column, v in zip(table.columns, values)] for values in table.itertuples(index=False)]
+    body = html_table(VERDICT_TABLE_COLUMNS, rows, row_ids=[claim_anchor(c.claim) for c in claims], table_id="verdicts")
     return Rendered(body, markdown_table(table))
 
 
@@ -527,13 +352,12 @@ def _scale_line(label: str, path: Path, data: dict | None) -> tuple[str, str]:
             f"- **{escape_markdown(label)}**: {escape_markdown(text)}")
 
 
-def _claims_by_key(found: dict[str, dict | None]) -> dict[str, dict[str, dict]]:
-    """Claim id (:func:`claim_key`) -> {label: the claim saved under that label}, in the order the claims
-    first appear."""
+def _claims_by_text(found: dict[str, dict | None]) -> dict[str, dict[str, dict]]:
+    """Claim text -> {label: the claim saved under that label}, in the order the claims first appear."""
     claims: dict[str, dict[str, dict]] = {}
     for label, data in found.items():
         for c in (data or {}).get("claims", []):
-            claims.setdefault(claim_key(c), {})[label] = c
+            claims.setdefault(c["claim"], {})[label] = c
     return claims
 
 
@@ -547,19 +371,14 @@ def _verdict_cell(saved: dict | None) -> str:
 def _claims_at_each_scale(found: dict[str, dict | None]) -> Rendered:
     """Every claim of a chapter with its verdict and our number under each label, each claim linked to its
     row in the chapter's verdict table; nothing when no scale has claims."""
-    claims = _claims_by_key(found)
+    claims = _claims_by_text(found)
     if not claims:
         return Rendered("", "")
     widths = {"Claim": 100 - 24 * len(found), **{label: 24 for label in found}}
-
-    def named(key: str, s: dict) -> str:
-        text = next(iter(s.values()))["claim"]
-        return text if key == text else f"{key}: {text}"
-
-    rows = [[f'<a href="#{claim_anchor(key)}">{html.escape(named(key, s))}</a>', *(_verdict_cell(s.get(l)) for l in found)]
-            for key, s in claims.items()]
-    table = pd.DataFrame([[named(key, s), *(f"{s[l]['verdict']}: {s[l]['ours']}" if l in s else "—" for l in found)]
-                          for key, s in claims.items()], columns=list(widths))
+    rows = [[f'<a href="#{claim_anchor(text)}">{html.escape(text)}</a>', *(_verdict_cell(s.get(l)) for l in found)]
+            for text, s in claims.items()]
+    table = pd.DataFrame([[text, *(f"{s[l]['verdict']}: {s[l]['ours']}" if l in s else "—" for l in found)]
+                          for text, s in claims.items()], columns=list(widths))
     return Rendered(html_table(widths, rows), markdown_table(table))
 
 

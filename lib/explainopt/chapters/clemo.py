@@ -37,7 +37,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from threadpoolctl import threadpool_limits
 
-from .. import clemo, experiments, reporting
+from .. import clemo, experiments, reporting, verdicts
 from ..plots import PALETTE
 from ..problems import CVRP, KNAPSACK_TYPES, Knapsack, ShortestPath, Solution, pisinger_instance, solve_many
 from ..problems.vrp import PAPER_SOLUTION_LIMIT, TIME_CAP_S
@@ -758,7 +758,7 @@ def _outside(checked: pd.Series, predicate, fmt: str) -> str:
 
 
 #: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/clemo_claims.csv).
-CLAIMS = reporting.ClaimBook("03", paper_table("clemo_claims"))
+CLAIMS = verdicts.ClaimBook("03", paper_table("clemo_claims"))
 #: The part of a claim's id that names the fit it judges.
 FIT_ID = {SLSQP: "slsqp", CONVEX: "convex"}
 

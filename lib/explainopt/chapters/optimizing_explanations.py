@@ -36,7 +36,7 @@ import plotly.graph_objects as go
 from scipy.stats import spearmanr
 
 from .. import attributions as A
-from .. import experiments, reporting
+from .. import experiments, reporting, verdicts
 from ..plots import PALETTE, heatmap
 from . import paper_table, solver_key
 
@@ -608,7 +608,7 @@ def tradeoff_table(sweep: Sequence[ExplanationResult]) -> pd.DataFrame:
 # =========================================================================== paper vs. this book
 
 #: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/optimizing_explanations_claims.csv).
-CLAIMS = reporting.ClaimBook("01", paper_table("optimizing_explanations_claims"))
+CLAIMS = verdicts.ClaimBook("01", paper_table("optimizing_explanations_claims"))
 PAPER = CLAIMS.table
 #: How close to η a solution's faithfulness loss must be to count as "on the constraint".
 ON_CONSTRAINT_RTOL = 1e-4

@@ -766,15 +766,11 @@ def _not_run_why(methods) -> str:
     return "; ".join(parts)
 
 
-#: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/proplace_claims.csv).
-CLAIMS = reporting.ClaimBook(CHAPTER, paper_table("proplace_claims"))
-
-
 def claim_delta_validity(table: pd.DataFrame) -> reporting.Claim:
     """PROPLACE reaches 100 % vΔ on every data set run."""
     pp = _by_dataset(table)
     found = ", ".join(f"{ds}: {f:.0f} % found" for ds, f in pp["found"].items())
-    return CLAIMS.claim("04-vdelta-100",
+    return reporting.claim("PROPLACE reaches 100 % vΔ on every data set", paper="100 on all four",
                            ours=", ".join(f"{ds}: {v:.0f}" for ds, v in pp["vΔ"].items()),
                            holds=reporting.every(pp["vΔ"], lambda v: v >= 99.9),
                            why=f"Definition 7 tested on every CE PROPLACE returned ({found})",
@@ -789,15 +785,6 @@ def below_paper_vr(table: pd.DataFrame, dataset: str) -> tuple[int, int]:
         return 0, 0
     rows = rows[rows["paper vr"].notna()]
     return int((rows["vr"] < rows["paper vr"] - 1e-9).sum()), len(rows)
-
-
-def _retraining_gap(table: pd.DataFrame, missed: list[str]) -> str:
-    """The deviation that explains a missed vr, where the numbers show one: on a data set where PROPLACE
-    misses, most methods' vr below the paper's (a gap the methods share is the retraining set-up's, not
-    PROPLACE's); empty otherwise."""
-    shared = [(ds, *below_paper_vr(table, ds)) for ds in missed]
-    shared = [f"on {ds} {below} of {of} methods' vr are below the paper's" for ds, below, of in shared if of and 2 * below > of]
-    return ("our retrained networks (the retraining set-up) differ from the paper's: " + "; ".join(shared)) if shared else ""
 
 
 def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> reporting.Claim:
@@ -816,7 +803,7 @@ def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> report
         below, of = below_paper_vr(table, ds)
         gaps.append(f"on {ds} {below} of {of} methods' vr are below the paper's"
                     + (" (a systematic gap: the retraining set-up differs, not the sample)" if of and below == of else ""))
-    return CLAIMS.claim("04-vr-100", deviation=_retraining_gap(table, missed),
+    return reporting.claim("PROPLACE reaches 100 % vr (validity after retraining)", paper="100 on all four",
                            ours=", ".join(f"{ds}: {v:.1f}" for ds, v in pp["vr"].items()),
                            holds=reporting.every(pp["vr"], lambda v: v >= 99.9), partly=smaller,
                            why="; ".join([*gaps, sample]), evidence=evidence, minimum=MIN_FACTUALS)
@@ -836,7 +823,7 @@ def claim_best_lof(table: pd.DataFrame) -> reporting.Claim:
     methods = list(dict.fromkeys(ours(table)["method"]))
     best, n = best_lof_datasets(table), len(pp)
     holds = None if reporting.missing(pp["lof"]) else len(best) > n / 2
-    return CLAIMS.claim("04-best-lof",
+    return reporting.claim("PROPLACE has the best lof in most experiments", paper="best on 3 of 4 (all 7 methods)",
                            ours=f"best on {len(best)} of {n} (among the {len(methods)} methods run)",
                            holds=holds, partly=bool(methods_not_run(methods)), why=_not_run_why(methods),
                            evidence=_evidence(table), minimum=MIN_FACTUALS)
@@ -861,7 +848,8 @@ def claim_l1(table: pd.DataFrame) -> reporting.Claim:
     below = closer_methods(table)
     holds = None if reporting.missing(pp["l1"]) else all(set(v) <= set(ALLOWED_CLOSER) for v in below.values())
     others = [m for m in methods_not_run(methods) if m not in ALLOWED_CLOSER]
-    return CLAIMS.claim("04-l1-below",
+    return reporting.claim("PROPLACE's l1 is below all methods except RBR and MILP-R",
+                           paper="only RBR and MILP-R closer (compas: none)",
                            ours="; ".join(f"{ds}: closer = {', '.join(v) or 'none'}" for ds, v in below.items()),
                            holds=holds, partly=bool(others), why=_not_run_why(methods),
                            evidence=_evidence(table), minimum=MIN_FACTUALS)
@@ -907,7 +895,7 @@ def claim_wce_least_robust(table: pd.DataFrame) -> reporting.Claim:
     else:
         lowest = least_robust_datasets(rows)
         holds = len(lowest) == len(wce)
-    return CLAIMS.claim("04-wce-least-robust", paper=f"lowest vr on {len(paper)} of 4",
+    return reporting.claim("WCE, the non-robust baseline, is the least robust", paper=f"lowest vr on {len(paper)} of 4",
                            ours=f"lowest vr on {len(lowest)} of {len(wce)} (" + ", ".join(
                                f"{ds}: {v:.0f}" for ds, v in wce["vr"].items()) + ")" if len(wce) else "WCE not run",
                            holds=holds, partly=bool(methods_not_run(methods)), why=_not_run_why(methods),
@@ -927,13 +915,13 @@ def claim_rbr(table: pd.DataFrame) -> reporting.Claim:
     paper_lowest = lowest_l1_datasets(_paper_as_table(), "RBR")
     paper = f"lowest l1 on 3, Δ-robust on none (its Table 1: lowest l1 on {len(paper_lowest)}: {', '.join(paper_lowest)})"
     if not len(rbr):
-        return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper,
+        return reporting.claim("RBR has the lowest l1 on three data sets but is never Δ-robust", paper=paper,
                                ours="RBR not run", holds=None, why="RBR is not implemented in this book yet")
     lowest = lowest_l1_datasets(ours(table), "RBR")
     n = len(rbr)
     holds = None if reporting.missing(rbr["l1"], rbr["vΔ"]) else \
         len(lowest) >= min(3, n - 1) and bool((rbr["vΔ"] < ROBUST_VDELTA).all())
-    return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper,
+    return reporting.claim("RBR has the lowest l1 on three data sets but is never Δ-robust", paper=paper,
                            ours=f"lowest l1 on {len(lowest)} of {n}; vΔ " + ", ".join(
                                f"{ds}: {v:.0f}" for ds, v in rbr["vΔ"].items()),
                            holds=holds, partly=n < len(DATASETS),
@@ -964,7 +952,8 @@ def claim_baselines_robust(table: pd.DataFrame) -> reporting.Claim:
     stand = [m for m in ran if m not in set(rows["method"])]
     why = f"robust = vr ≥ {ROBUST_VR:.0f} % and vΔ ≥ {ROBUST_VDELTA:.0f} % (no threshold in the paper)"
     why += "".join([f"; not run: {_and(missing)}" if missing else "", f"; stand-in for {_and(stand)}" if stand else ""])
-    return CLAIMS.claim("04-baselines-robust", paper=", ".join(f"{m} {c}" for m, c in paper.items()) + " of 4",
+    return reporting.claim("The other robust baselines are robust on at least three data sets",
+                           paper=", ".join(f"{m} {c}" for m, c in paper.items()) + " of 4",
                            ours=", ".join(f"{m} {c}" for m, c in counts.items()) + f" of {n}" if ran else "none run",
                            holds=holds, partly=bool(missing or stand or n < len(DATASETS)), why=why,
                            evidence=_evidence(table), minimum=MIN_FACTUALS)
@@ -974,12 +963,13 @@ def claim_proto_r_adult(table: pd.DataFrame) -> reporting.Claim:
     """Proto-R fails to find Δ-robust CEs on adult: its vΔ there is below 100 % and below its vΔ on every
     other data set run."""
     proto = _ran(table, "Proto-R")
+    title = "Proto-R fails to find Δ-robust CEs on ADULT"
     if not len(proto) or "adult" not in proto.index:
         why = "Proto-R is not implemented in this book yet" if not len(proto) else "adult not run"
-        return CLAIMS.claim("04-proto-r-adult", ours="not run", holds=None, why=why)
+        return reporting.claim(title, paper="vΔ 55 on adult, 100 elsewhere", ours="not run", holds=None, why=why)
     adult, others = proto.loc["adult", "vΔ"], proto.drop(index="adult")["vΔ"]
     holds = None if reporting.missing(adult) else bool(adult < 100 and (others > adult).all())
-    return CLAIMS.claim("04-proto-r-adult",
+    return reporting.claim(title, paper="vΔ 55 on adult, 100 elsewhere",
                            ours=", ".join(f"{ds}: {v:.0f}" for ds, v in proto["vΔ"].items()), holds=holds,
                            partly=len(others) < len(DATASETS) - 1, why="vΔ on adult below 100 and below the other data sets'",
                            evidence=_evidence(table), minimum=MIN_FACTUALS)
@@ -995,7 +985,7 @@ def claim_exact_inner(inner: pd.DataFrame) -> reporting.Claim:
         beaten = "never beaten by local search or random shifts"
     else:
         beaten = f"exact at {exact} of them (matched by its recovered network, not beaten by local search or random shifts)"
-    return CLAIMS.claim("04-exact-inner",
+    return reporting.claim("The inner problem (eq. 6) can be solved exactly", paper="non-convex bilinear program (Gurobi)",
                            ours=f"MILP over activation patterns ({used}); {n} points, {beaten}",
                            holds=reporting.every(inner["exact"]) if n else None,
                            why="beyond the paper: reformulation valid because inputs and activations are ≥ 0")

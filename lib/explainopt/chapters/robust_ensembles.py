@@ -47,7 +47,8 @@ from ..counterfactuals.ensembles import (
 from ..datasets import ENSEMBLE_DATASETS, load_dataset
 from ..experiments import run_grid
 from ..plots import PALETTE
-from ..reporting import Claim, ClaimBook, every, missing
+from ..reporting import Claim, every, missing
+from ..verdicts import ClaimBook
 from . import paper_table
 
 #: The paper's grid of tolerances alpha (Section 5): robustness targets 1 - alpha from 0.5 to 0.99.

@@ -47,7 +47,8 @@ from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
 from ..plots import PALETTE
-from ..reporting import Claim, ClaimBook, every, missing, share_of_matched_pairs
+from ..reporting import Claim, every, missing
+from ..verdicts import ClaimBook, share_of_matched_pairs
 from . import paper_table, solver_key
 
 CHAPTER = "02"

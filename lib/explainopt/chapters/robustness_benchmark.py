@@ -52,7 +52,8 @@ from ..counterfactuals.regions import robust_region
 from ..counterfactuals.robustness import input_radius, largest_delta, score_margin
 from ..datasets import FeatureSpec, load_dataset
 from ..encoders import model_predict, torch_network
-from ..reporting import Claim, ClaimBook, all_of_at_least
+from ..reporting import Claim
+from ..verdicts import ClaimBook, all_of_at_least
 from . import paper_table, solver_key
 from .proplace import DELTAS as PROPLACE_DELTAS
 from .proplace import MILP_R_DELTA
