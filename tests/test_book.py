@@ -618,17 +618,19 @@ def _table_rows(markdown: str) -> list[list[str]]:
 
 
 def test_a_claim_with_a_pipe_is_one_row_of_the_status_page(monkeypatch, tmp_path):
-    from explainopt import reporting
+    from explainopt import reporting, verdicts
 
     monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
     text = "Every optimized explanation has L_faithful ≈ η (|ratio − 1| ≤ 1e-4)"
     for scale in book.COMMITTED:
-        reporting.save_chapter_results("01", [reporting.claim(text, paper="|θ| < 1", ours=1, holds=True)],
+        made = verdicts.declared(reporting.claim(text, paper="|θ| < 1", ours=1, holds=True), id="01-on-constraint",
+                                 rule="", evidence=None, minimum=1)
+        reporting.save_chapter_results("01", [made],
                                        {"scale": scale}, folder=tmp_path / "results" / scale)
     page = book.write_status_page(tmp_path).read_text(encoding="utf-8")
-    rows = [r for r in _table_rows(page) if r[0] == "01" and len(r) == 4]
-    assert rows and all(len(r) in (4, 5) for r in _table_rows(page))
-    assert rows[0][1].replace("\\", "") == text and rows[0][2:] == ["reproduced", "reproduced"]
+    rows = [r for r in _table_rows(page) if r[0] == "01" and r[1].replace("\\", "") == "01-on-constraint"]
+    assert rows and all(len(r) == 5 for r in _table_rows(page))  # the claim's id leads to its row and code
+    assert rows[0][2].replace("\\", "") == text and rows[0][3:] == ["reproduced", "reproduced"]
 
 
 def test_the_landing_page_includes_the_totals_computed_from_the_committed_results(monkeypatch, tmp_path):

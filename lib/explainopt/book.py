@@ -59,11 +59,10 @@ import plotly
 import yaml
 from IPython.display import Markdown, display
 
-from . import chapters, experiments, reporting
+from . import chapters, experiments, reporting, verdicts
 from .numerics import code_paths
-from .experiments import (COMMITTED, RECOMPUTE, ROOT, Grid, PickleCache, ResultStore, StoreError, cache_dir,
-                          chapter_cache, grid_progress, machine, parse_duration, read_store_file, resolve_function,
-                          run_grid, versions)
+from .experiments import (COMMITTED, RECOMPUTE, ROOT, Grid, ResultStore, StoreError, chapter_cache, grid_progress,
+                          machine, parse_duration, read_store_file, resolve_function, run_grid, versions)
 
 SCALES = ("smoke", "book", "paper")
 #: The committed results: ``results/<scale>/NN.json`` (verdicts) and ``results/paper/NN/`` (the store).
@@ -444,7 +443,7 @@ def write_status_page(output_dir: Path) -> Path:
     build's own when it ran at a scale that is not committed, the book's and the paper's committed verdicts),
     then every claim with its verdict at each scale. Every cell is escaped."""
     folders = status_folders(output_dir)
-    claims = reporting.claims_by_scale(folders)
+    claims = verdicts.claims_by_scale(folders)
     detail = f"## Every claim, by scale\n\n{reporting.markdown_table(claims)}\n" if len(claims) else ""
     page = output_dir / "status.md"
     page.write_text("\n".join([STATUS_INTRO, *(status_section(l, f) for l, f in folders.items()), detail]),

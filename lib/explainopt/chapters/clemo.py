@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from .. import clemo, experiments, reporting
+from .. import clemo, experiments, reporting, verdicts
 from ..problems import CVRP, KNAPSACK_TYPES, Knapsack, ShortestPath, Solution, pisinger_instance, solve_many
 from ..problems.vrp import PAPER_SOLUTION_LIMIT, TIME_CAP_S
 from . import paper_table, solver_key
@@ -614,7 +614,18 @@ def _outside(checked: pd.Series, predicate, fmt: str) -> str:
     return f"outside the bound: {', '.join(bad)}" if bad else ""
 
 
-def _paired_claim(text: str, counts: pd.Series, count: str = "runs", *, ours: str, why: str = "", failing: str = "",
+#: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/clemo_claims.csv).
+CLAIMS = verdicts.ClaimBook("03", paper_table("clemo_claims"))
+#: The part of a claim's id that names the fit it judges.
+FIT_ID = {SLSQP: "slsqp", CONVEX: "convex"}
+
+
+def _claim_id(name: str, method: str) -> str:
+    """The id of the claim `name` (``knapsack-objective``, ...) judged on `method`'s fit: ``03-<name>-<fit>``."""
+    return f"03-{name}-{FIT_ID[method]}"
+
+
+def _paired_claim(id: str, counts: pd.Series, count: str = "runs", *, ours: str, why: str = "", failing: str = "",
                   **verdict) -> reporting.Claim:
     """A claim that compares two fits on the same runs, `counts` of them per type (`count`: runs or
     instances, :data:`MATCHED`): *not run* while a type has fewer than :data:`MATCHED` asks, and `ours`
@@ -625,15 +636,15 @@ def _paired_claim(text: str, counts: pd.Series, count: str = "runs", *, ours: st
     if counts.sum():
         ours += f" over {counts.sum()} matched {unit} ({_span(counts.to_numpy(), 'd')} per type)"
     why = _joined(why, failing if fewest >= minimum else f"counted in matched {unit} of the sparsest type")
-    return reporting.claim(text, ours=ours, why=why, evidence=fewest, minimum=minimum, **verdict)
+    return CLAIMS.claim(id, ours=ours, why=why, evidence=fewest, minimum=minimum, **verdict)
 
 
-def _loss_claim(per_run, method, index: int, text: str, paper: str, predicate, fmt: str) -> reporting.Claim:
+def _loss_claim(per_run, method, index: int, name: str, predicate, fmt: str, paper: str = "") -> reporting.Claim:
     """A Table 2 claim on one of CLEMO's changes relative to LR (:data:`RATIO_NAMES` [`index`]), per type on
     the runs both have."""
     paired = paired_table(per_run, None, method)
     checked = pd.Series({kind: _clemo_vs_lr(lr, row)[index] for kind, lr, row in _pairs(paired, method)}, dtype=float)
-    return _paired_claim(f"Knapsack ({FIT_TEXT[method]}): {text}", _counts(paired), paper=paper,
+    return _paired_claim(_claim_id(name, method), _counts(paired), fields={"fit": FIT_TEXT[method], "paper": paper},
                          ours=_span(checked, fmt), holds=reporting.every(checked, predicate),
                          failing=_outside(checked, predicate, fmt),
                          why=_capped_why(capped_runs(per_run, method)))
@@ -641,21 +652,18 @@ def _loss_claim(per_run, method, index: int, text: str, paper: str, predicate, f
 
 def knapsack_objective_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: CLEMO more than halves LR's objective incoherence, in every instance type."""
-    return _loss_claim(per_run, method, 1, "CLEMO cuts the objective incoherence of LR by more than half (every "
-                       "type)", "-50% or more", lambda c: c > 0.5, ".0%")
+    return _loss_claim(per_run, method, 1, "knapsack-objective", lambda c: c > 0.5, ".0%")
 
 
 def knapsack_feasibility_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: CLEMO cuts LR's feasibility incoherence by about 99% (at least 95% in every type)."""
-    return _loss_claim(per_run, method, 2, "CLEMO cuts the feasibility incoherence of LR by about 99% (≥ 95% in "
-                       "every type)", "-99%", lambda c: c >= 0.95, ".1%")
+    return _loss_claim(per_run, method, 2, "knapsack-feasibility", lambda c: c >= 0.95, ".1%")
 
 
 def knapsack_accuracy_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: at a roughly 20% accuracy cost (at most 25% in every type)."""
     paper = _span([_paper_vs_lr(kind)[0] for kind in KNAPSACK_TYPES], "+.0%")
-    return _loss_claim(per_run, method, 0, "at a roughly 20% accuracy cost (≤ 25% in every type)",
-                       f"{paper} in Table 2 ('roughly 20%' in the text)", lambda c: c <= 0.25, "+.1%")
+    return _loss_claim(per_run, method, 0, "knapsack-accuracy", lambda c: c <= 0.25, "+.1%", paper=paper)
 
 
 def _stability_why(per_run, stability, method) -> str:
@@ -673,8 +681,8 @@ def _fsi_text(pairs) -> str:
     return ", ".join(f"{row['FSI']:.2f} vs {lr['FSI']:.2f}" for _, lr, row in pairs) or "n/a"
 
 
-def _stability_claim(per_run, stability, method, text: str, measures, ours, *, predicate, fmt: str, paper: str
-                     ) -> reporting.Claim:
+def _stability_claim(per_run, stability, method, name: str, measures, ours, *, predicate, fmt: str, paper: str,
+                     fields: dict | None = None) -> reporting.Claim:
     """A stability claim of `method` against LR on the instances both fitted on the same resamples, holding
     when `predicate` holds for every checked value: `measures` maps LR's and `method`'s rows of one type to
     the checked values (by name), `ours` the (type, LR row, `method` row) triples of :func:`_pairs` and the
@@ -683,8 +691,8 @@ def _stability_claim(per_run, stability, method, text: str, measures, ours, *, p
     pairs = _pairs(paired, method, "stable_instances")
     checked = pd.Series({f"{kind} {name}": v for kind, lr, row in pairs for name, v in measures(lr, row).items()},
                         dtype=float)
-    return _paired_claim(f"Knapsack ({FIT_TEXT[method]}): {text}", _counts(paired, "stable_instances"),
-                         "stable_instances", paper=paper, ours=ours(pairs, checked),
+    return _paired_claim(_claim_id(name, method), _counts(paired, "stable_instances"), "stable_instances",
+                         fields={"fit": FIT_TEXT[method], **(fields or {})}, paper=paper, ours=ours(pairs, checked),
                          holds=reporting.every(checked, predicate), failing=_outside(checked, predicate, fmt),
                          why=_stability_why(per_run, stability, method))
 
@@ -694,8 +702,7 @@ def knapsack_stability_claim(per_run: pd.DataFrame | None, stability: pd.DataFra
     """Section 4.2: CLEMO's stability is comparable to LR's by the FSI (within 0.5 in every type), over the
     paper's 10 resamples per instance, on the instances both fitted."""
     paper = [(k, PAPER_TABLE2.loc[(k, LR)], PAPER_TABLE2.loc[(k, "CLEMO")]) for k in KNAPSACK_TYPES]
-    return _stability_claim(per_run, stability, method, "CLEMO's stability is comparable to LR (FSI within 0.5 of "
-                            "LR's in every type)", lambda lr, row: {"FSI gap": abs(row["FSI"] - lr["FSI"])},
+    return _stability_claim(per_run, stability, method, "knapsack-stability", lambda lr, row: {"FSI gap": abs(row["FSI"] - lr["FSI"])},
                             lambda pairs, _: _fsi_text(pairs), predicate=lambda d: d <= 0.5, fmt=".2f",
                             paper=_fsi_text(paper))
 
@@ -711,11 +718,10 @@ def knapsack_std_claim(per_run: pd.DataFrame | None, stability: pd.DataFrame | N
     LR's: both ratios to LR within a factor 1.5 in every type, on the instances both fitted."""
     paper = pd.Series([r for k in KNAPSACK_TYPES
                        for r in _std_ratios(PAPER_TABLE2.loc[(k, LR)], PAPER_TABLE2.loc[(k, "CLEMO")]).values()])
-    return _stability_claim(per_run, stability, method, "CLEMO's std and normalized std of the top-5 contributions "
-                            f"are comparable to LR's (ratio within {factor:g}x in every type)", _std_ratios,
+    return _stability_claim(per_run, stability, method, "knapsack-std", _std_ratios,
                             lambda _, ratios: f"ratios {_span(ratios, '.2f')}",
                             predicate=lambda r: 1 / factor <= r <= factor, fmt=".3f",
-                            paper=f"ratios {_span(paper, '.2f')}")
+                            paper=f"ratios {_span(paper, '.2f')}", fields={"factor": factor})
 
 
 def knapsack_sigma_claim(table2: pd.DataFrame | None, *, factor: float = 2.0) -> reporting.Claim:
@@ -733,9 +739,7 @@ def knapsack_sigma_claim(table2: pd.DataFrame | None, *, factor: float = 2.0) ->
         evidence = int(min(per_type.get(k, 0) for k in KNAPSACK_TYPES))
     paper_cv = PAPER_TABLE2["accuracy_std"] / PAPER_TABLE2["accuracy_mean"]
     ratios = pd.Series(ratios, dtype=float)
-    return reporting.claim(f"Table 2's σ: the accuracy loss's spread over instances and resamples (σ/μ) is within "
-                           f"{factor:g}x of the paper's for every method and type",
-                           paper=f"σ/μ {_span(paper_cv, '.2f')}", ours=f"ratio to the paper's {_span(ratios, '.2f')}",
+    return CLAIMS.claim("03-knapsack-sigma", fields={"factor": factor}, paper=f"σ/μ {_span(paper_cv, '.2f')}", ours=f"ratio to the paper's {_span(ratios, '.2f')}",
                            holds=reporting.every(ratios, lambda r: 1 / factor <= r <= factor),
                            why=_capped_why(_capped_in_table(table2)), evidence=evidence,
                            minimum=PAPER["n_instances"])
@@ -758,9 +762,7 @@ def scatter_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporti
     holds = reporting.every(pd.Series((cut > 0) & (cost < cut)), bool) if len(wide) else None
     ours = (f"less incoherent in {int((cut > 0).sum())}, accuracy cost below the incoherence cut in "
             f"{int((cost < cut).sum())},") if len(wide) else "n/a"
-    return _paired_claim(f"Figures 5–8 ({FIT_TEXT[method]}): in every run CLEMO is less incoherent than LR and "
-                         "pays less in accuracy than it gains in coherence", _per_type(wide),
-                         paper="CLEMO below LR in every panel, slightly to its right", ours=ours, holds=holds,
+    return _paired_claim(_claim_id("scatter", method), _per_type(wide), fields={"fit": FIT_TEXT[method]}, ours=ours, holds=holds,
                          why=_capped_why(capped_runs(per_run, method)))
 
 
@@ -769,8 +771,7 @@ def slsqp_optimum_claim(per_run: pd.DataFrame | None, *, tol: float = 0.01) -> r
     eq. (10) that the convex path finds on the same data."""
     wide = matched_runs(per_run, (SLSQP, CONVEX), ("total_loss",))
     gap = wide[("total_loss", SLSQP)] / wide[("total_loss", CONVEX)] - 1
-    return _paired_claim(f"This book: the paper's SLSQP fits (1000 iterations) end within {tol:.0%} of the global "
-                         "optimum of eq. (10) in every run", _per_type(wide), paper="not reported (SLSQP's loss only)",
+    return _paired_claim("03-slsqp-optimum", _per_type(wide), fields={"tol": tol},
                          ours=f"{_span(100 * gap, '.2g')}% above the optimum" if len(gap) else "n/a",
                          holds=reporting.every(gap, lambda g: g <= tol))
 
@@ -805,9 +806,7 @@ def spp_claim(table1: pd.DataFrame | None) -> reporting.Claim:
         holds = bool(cl["incoherence: objective"] <= 0.5 * lr["incoherence: objective"]
                      and cl["incoherence: feasible region"] < lr["incoherence: feasible region"]
                      and cl["accuracy"] <= 1.1 * lr["accuracy"])
-    return reporting.claim("Table 1 (SPP): CLEMO is much more coherent than LR (both incoherence terms lower, "
-                           "objective incoherence at most half) at about the same accuracy (≤ +10%)",
-                           paper=_spp_text(_lr_and_clemo_rows(PAPER_TABLE1, "CLEMO")), ours=_spp_text(pair),
+    return CLAIMS.claim("03-spp-coherent", paper=_spp_text(_lr_and_clemo_rows(PAPER_TABLE1, "CLEMO")), ours=_spp_text(pair),
                            holds=holds)
 
 
@@ -827,8 +826,7 @@ def spp_route_claim(spp: dict | None, *, method: str = "CLEMO (SLSQP)") -> repor
         holds = wrong == 0
         verdict = "match it" if holds else f"differ in {wrong} arcs"
         ours = f"route {'–'.join(spp['path'])}; CLEMO's rounded arcs at θ0 {verdict}"
-    return reporting.claim("Figure 1(a): the optimal s–t route at θ0 = 0, which CLEMO's arc surrogates reproduce at "
-                           "θ0 (probabilities rounded at 1/2)", paper="the route drawn in blue", ours=ours,
+    return CLAIMS.claim("03-spp-route", ours=ours,
                            holds=holds)
 
 
@@ -846,9 +844,8 @@ def spp_local_claim(spp: dict | None, *, method: str = "CLEMO (SLSQP)", radius: 
         agree = float(np.mean((x[near] > 0.5) == (cur["true_x"][near] > 0.5)))
         holds = error <= tol and agree >= agreement
         ours = f"objective within {error:.1%}, arcs agree on {agree:.0%} of (θ, arc) pairs"
-    return reporting.claim(f"Figures 1(b, c) and 4: CLEMO's predictions are locally accurate (within |θ| ≤ "
-                           f"{radius:g}: objective within {tol:.0%}, rounded arcs agree on ≥ {agreement:.0%})",
-                           paper="'CLEMO manages to generate locally accurate predictions'", ours=ours, holds=holds)
+    return CLAIMS.claim("03-spp-local", fields={"radius": radius, "tol": tol, "agreement": agreement}, ours=ours,
+                        holds=holds)
 
 
 def _cvrp_text(pair) -> str:
@@ -893,9 +890,8 @@ def cvrp_claim(table4: pd.DataFrame | None, *, n_samples: int, solution_limit: i
         below.append(f"OR-Tools searches stopped after {solution_limit} solutions instead of "
                      f"{PAPER['vrp_solution_limit']} (about the paper's 5 s)")
     evidence = {} if n_chunks is None else {"evidence": chunks or 0, "minimum": n_chunks}
-    return reporting.claim("Table 4 (CVRP): CLEMO is more coherent than LR (lower total incoherence) without a "
-                           "considerable loss in accuracy (≤ +10%)",
-                           paper=_cvrp_text(_lr_and_clemo_rows(PAPER_TABLE4, "CLEMO")), ours=_cvrp_text(pair),
+    return CLAIMS.claim("03-cvrp-coherent", deviation="below paper scale: " + " and ".join(below) if below else "",
+                        paper=_cvrp_text(_lr_and_clemo_rows(PAPER_TABLE4, "CLEMO")), ours=_cvrp_text(pair),
                            holds=holds, why=_joined("below paper scale: " + " and ".join(below) if below else "",
                                                     time_capped_note(time_capped)), **evidence)
 
@@ -919,10 +915,7 @@ def figure3_claim(vrp: dict | None, *, n_chunks: int, method: str = "CLEMO (SLSQ
         holds = 2 * len(costs) > top and 2 * len(far) > len(costs)
         ours = (f"{len(costs)} of the top {top} are depot costs, {len(far)} of them of clients beyond the median "
                 "distance")
-    return reporting.claim("Figure 3: the objective value is mainly affected by the distances to the clients far "
-                           "from the depot (most top-10 contributions are depot costs of clients beyond the median "
-                           "distance)",
-                           paper="the distances towards the nodes far from the depot", ours=ours, holds=holds,
+    return CLAIMS.claim("03-figure3", ours=ours, holds=holds,
                            why=time_capped_note(0 if vrp is None else vrp["time_capped"]),
                            **_vrp_evidence(vrp, n_chunks))
 
@@ -939,8 +932,7 @@ def figure9_claim(vrp: dict | None, *, n_chunks: int, method: str = "CLEMO (SLSQ
         rel = _relative(vrp, method, component)
         holds = bool(rel["c0,2"] < 0 < rel["c0,8"])
         ours = f"c0,2: {rel['c0,2']:+.3f}, c0,8: {rel['c0,8']:+.3f}"
-    return reporting.claim("Figure 9: x(2,0) is less likely with a larger c_02 and more likely with a larger c_08 "
-                           "(signs of the two contributions)", paper="c0,2 negative, c0,8 positive", ours=ours,
+    return CLAIMS.claim("03-figure9", ours=ours,
                            holds=holds, why=why, **_vrp_evidence(vrp, n_chunks))
 
 
@@ -961,8 +953,7 @@ def runtime_ratio_claim(table3: pd.DataFrame | None) -> reporting.Claim:
     ratio = times["SLSQP (s)"] / times["LR (s)"]
     first, last = PAPER_TABLE3.iloc[0], PAPER_TABLE3.iloc[-1]
     paper = f"{first['CLEMO_s']} s vs {first['LR_s']:g} s ... {last['CLEMO_s']} s vs {last['LR_s']:g} s"
-    return reporting.claim("Table 3: CLEMO by SLSQP takes far longer than LR (over 100x at every size)",
-                           paper=paper, ours="n/a" if reporting.missing(ratio) else f"{ratio.min():.0f}x or more",
+    return CLAIMS.claim("03-runtime-ratio", paper=paper, ours="n/a" if reporting.missing(ratio) else f"{ratio.min():.0f}x or more",
                            holds=reporting.every(ratio, lambda r: r > 100), evidence=_paper_sizes(times),
                            minimum=len(PAPER_TABLE3))
 
@@ -974,16 +965,16 @@ def runtime_absolute_claim(table3: pd.DataFrame | None, *, sizes=(5, 10), factor
     paper = pd.Series({n: paper_seconds(PAPER_TABLE3.loc[n, "CLEMO_s"]) for n in sizes})
     ratio = times["SLSQP (s)"].astype(float) / paper[times.index].astype(float)
     holds = reporting.every(ratio, lambda r: 1 / factor <= r <= factor)
-    why = ""
+    why = deviation = ""
     if holds is False:
         direction = ("faster" if (ratio < 1).all() else "slower" if (ratio > 1).all()
                      else "faster at some sizes and slower at others")
-        why = (f"ours is {direction} ({_span(ratio, '.2g')} times the paper's); our SLSQP uses the analytic "
-               "(sub)gradient and single-threaded BLAS on the same eq. (10): the paper's times measure its "
-               "implementation as much as the method")
-    return reporting.claim(f"Table 3's absolute times: SLSQP needs {paper.iloc[0]:g} s at {sizes[0]} items and "
-                           f"{paper.iloc[1]:g} s at {sizes[1]} items (within {factor:g}x here)",
-                           paper=", ".join(f"{t:g} s" for t in paper),
+        deviation = ("our SLSQP uses the analytic (sub)gradient and single-threaded BLAS on the same eq. (10): "
+                     "the paper's times measure its implementation as much as the method")
+        why = f"ours is {direction} ({_span(ratio, '.2g')} times the paper's); {deviation}"
+    return CLAIMS.claim("03-runtime-absolute", deviation=deviation,
+                        fields={"paper5": paper.iloc[0], "size5": sizes[0], "paper10": paper.iloc[1],
+                                "size10": sizes[1], "factor": factor}, paper=", ".join(f"{t:g} s" for t in paper),
                            ours=", ".join(f"{r['SLSQP (s)']:.2f} s ({r['SLSQP status']})" for _, r in times.iterrows())
                            or "n/a",
                            holds=holds, why=why, evidence=len(times), minimum=len(sizes))
@@ -994,7 +985,7 @@ def benchmark_times_claim(table3: pd.DataFrame | None, *, seconds: float = 1.0) 
     times = _present(table3, ["DTR (s)", "LR (s)"])
     paper = (f"DTR {_span(PAPER_TABLE3['DTR_s'], '.2g')} s, LR {_span(PAPER_TABLE3['LR_s'], '.2g')} s")
     ours = f"DTR {_span(times['DTR (s)'], '.2g')} s, LR {_span(times['LR (s)'], '.2g')} s" if len(times) else "n/a"
-    return reporting.claim(f"Table 3: the DTR and LR benchmarks fit in under {seconds:g} s at every size", paper=paper,
+    return CLAIMS.claim("03-benchmark-times", fields={"seconds": seconds}, paper=paper,
                            ours=ours, holds=reporting.every(times.to_numpy().ravel(), lambda t: t < seconds),
                            evidence=_paper_sizes(times), minimum=len(PAPER_TABLE3))
 
@@ -1063,9 +1054,7 @@ def convergence_claim(runs: list | None, *, tol: float = 0.01, share: float = 0.
     why = _joined(f"it fails at {failed} items, which decides a claim on every size" if failed else "",
                   f"SLSQP stopped by this scale's time cap before deciding it at {undecided} items" if undecided
                   else "")
-    return reporting.claim(f"Figure 2: SLSQP converges early: within {tol:.0%} of the optimum by {share:.0%} of its "
-                           "iterations, already more coherent than LR (every size)",
-                           paper="'CLEMO efficiently converges'; early stopping could reduce runtimes",
+    return CLAIMS.claim("03-convergence", fields={"tol": tol, "share": share},
                            ours="; ".join(_convergence_text(r, tol=tol, budget=budget) for r in runs) or "n/a",
                            holds=False if failed else reporting.every(list(decided.values())) if decided else None,
                            why=why, **({} if failed else {"evidence": len(decided), "minimum": len(PAPER_TABLE3)}))
@@ -1080,8 +1069,7 @@ def convex_claim(table3: pd.DataFrame | None, *, n_items: int = 40, seconds: flo
         holds = bool(row["convex (s)"] <= seconds and row["convex loss"] <= row["SLSQP loss"] * (1 + 1e-6))
         ours = (f"{row['convex (s)']:.2f} s, loss {row['convex loss']:.4f} vs SLSQP {row['SLSQP loss']:.4f} "
                 f"({row['SLSQP (s)']:.0f} s, {row['SLSQP status']})")
-    return reporting.claim(f"This book: the convex path fits {n_items} items in at most {seconds:g} s at a loss no "
-                           "higher than SLSQP's", paper=f"{PAPER_TABLE3.loc[n_items, 'CLEMO_s']} s (SLSQP)",
+    return CLAIMS.claim("03-convex-fast", fields={"n_items": n_items, "seconds": seconds}, paper=f"{PAPER_TABLE3.loc[n_items, 'CLEMO_s']} s (SLSQP)",
                            ours=ours or "n/a", holds=holds, evidence=int(row is not None), minimum=1)
 
 

@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .. import attributions as A
-from .. import experiments, reporting
+from .. import experiments, reporting, verdicts
 from . import paper_table, solver_key
 
 log = logging.getLogger(__name__)
@@ -609,7 +609,9 @@ def tradeoff_table(sweep: Sequence[ExplanationResult]) -> pd.DataFrame:
 
 # =========================================================================== paper vs. this book
 
-PAPER = paper_table("optimizing_explanations_claims").set_index("claim")
+#: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/optimizing_explanations_claims.csv).
+CLAIMS = verdicts.ClaimBook("01", paper_table("optimizing_explanations_claims"))
+PAPER = CLAIMS.table
 #: How close to η a solution's faithfulness loss must be to count as "on the constraint".
 ON_CONSTRAINT_RTOL = 1e-4
 #: The functions for which the paper reports agreement below 0.5 at D = 4.
@@ -632,41 +634,39 @@ def _per_dimension(values: pd.Series) -> str:
 
 def claim_on_constraint(solved: pd.DataFrame) -> reporting.Claim:
     """Every globally constrained problem is solved with L_faithful(E*) = η up to ON_CONSTRAINT_RTOL."""
-    text = f"Every optimized explanation has L_faithful ≈ η (|ratio − 1| ≤ {ON_CONSTRAINT_RTOL:.0e})".replace("e-0", "e-")
+    fields = {"rtol": f"{ON_CONSTRAINT_RTOL:.0e}".replace("e-0", "e-")}
     glob = solved[~solved["pointwise"]] if len(solved) else solved
     if not len(glob):
-        return reporting.claim(text, paper=PAPER.loc["on_constraint", "paper"], ours="n/a", holds=None)
+        return CLAIMS.claim("01-on-constraint", fields=fields, ours="n/a", holds=None)
     ok = glob[glob["status"] == "optimal"]
     deviation = (ok["L_faithful / eta"] - 1).abs()
     holds = False if len(ok) < len(glob) else reporting.every(deviation, lambda v: v <= ON_CONSTRAINT_RTOL)
-    return reporting.claim(text, paper=PAPER.loc["on_constraint", "paper"], holds=holds,
+    return CLAIMS.claim("01-on-constraint", fields=fields, holds=holds, evidence=len(glob),
                            ours=f"max |L_faithful/η − 1| = {deviation.max():.1e} over {len(ok)} problems",
                            why="" if len(ok) == len(glob) else f"{len(glob) - len(ok)} problems were not solved to optimality")
 
 
 def claim_high_agreement_in_2d(strict: pd.DataFrame) -> reporting.Claim:
     """Mean all-three agreement at D = 2 (strict argmax, global constraint) is at least the paper's ≳ 0.8."""
-    least = float(PAPER.loc["agreement_d2", "value"])
-    text = f"Agreement of the three metrics is relatively high at D = 2 (mean over functions and u ≥ {least:g})"
+    least = float(PAPER.loc["01-agreement-d2", "value"])
     rows = _multi_dimensional(strict)
     rows = rows[rows["D"] == 2] if len(rows) else rows
     if not len(rows) or reporting.missing(rows["all three"]):
-        return reporting.claim(text, paper=PAPER.loc["agreement_d2", "paper"], ours="n/a", holds=None)
+        return CLAIMS.claim("01-agreement-d2", fields={"least": least}, ours="n/a", holds=None)
     mean = rows["all three"].mean()
-    return reporting.claim(text, paper=PAPER.loc["agreement_d2", "paper"], holds=bool(mean >= least),
+    return CLAIMS.claim("01-agreement-d2", fields={"least": least}, holds=bool(mean >= least), evidence=len(rows),
                            ours=f"mean {mean:.3f}, min {rows['all three'].min():.3f}")
 
 
 def claim_low_agreement_in_4d(strict: pd.DataFrame) -> reporting.Claim:
     """All-three agreement at D = 4 is below the paper's 0.5 for x³ and sin x³ at every u."""
-    below = float(PAPER.loc["agreement_d4", "value"])
-    names = " and ".join(pretty(f) for f in LOW_AGREEMENT_FUNCTIONS)
-    text = f"At D = 4 agreement is below {below:g} for {names} (every u)"
+    below = float(PAPER.loc["01-agreement-d4", "value"])
+    fields = {"below": below, "names": " and ".join(pretty(f) for f in LOW_AGREEMENT_FUNCTIONS)}
     rows = _multi_dimensional(strict)
     rows = rows[(rows["D"] == 4) & rows["function"].isin(LOW_AGREEMENT_FUNCTIONS)] if len(rows) else rows
     if not len(rows):
-        return reporting.claim(text, paper=PAPER.loc["agreement_d4", "paper"], ours="n/a", holds=None)
-    return reporting.claim(text, paper=PAPER.loc["agreement_d4", "paper"],
+        return CLAIMS.claim("01-agreement-d4", fields=fields, ours="n/a", holds=None)
+    return CLAIMS.claim("01-agreement-d4", fields=fields, evidence=len(rows),
                            ours=", ".join(f"{f} u={u:g}: {a:.3f}" for f, u, a in
                                           zip(rows["function"], rows["u"], rows["all three"])),
                            holds=reporting.every(rows["all three"], lambda a: a < below))
@@ -675,8 +675,7 @@ def claim_low_agreement_in_4d(strict: pd.DataFrame) -> reporting.Claim:
 def claim_agreement_decreases(strict: pd.DataFrame) -> reporting.Claim:
     """Mean all-three agreement (strict argmax) decreases from one D to the next; needs three D >= 2."""
     by_d = agreement_by_dimension(strict)
-    return reporting.claim("Agreement decreases as D grows (mean over functions and u, strict argmax)",
-                           paper=PAPER.loc["decreasing", "paper"], ours=_per_dimension(by_d),
+    return CLAIMS.claim("01-decreasing", ours=_per_dimension(by_d), evidence=len(by_d), minimum=3,
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
 
@@ -684,11 +683,10 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
     """In Figure 2's setting, average sensitivity under the global constraint follows ∇f at some points
     (FAITHFUL_MIN) and is flat at others (FLAT_MIN); *partly* when its faithful points are fewer than
     FAITHFUL_PARTLY of those in the paper's faithful intervals."""
-    text = (f"Figure 2: for {pretty(FIGURE2['function'])}, D = {FIGURE2['dimension']}, u = {FIGURE2['radius']:g}, "
-            "average sensitivity is faithful in some regions and flat elsewhere")
+    fields = {"function": pretty(FIGURE2["function"]), "dimension": FIGURE2["dimension"], "radius": FIGURE2["radius"]}
     row = profile[(profile["metric"] == "average_sensitivity") & ~profile["pointwise"]] if len(profile) else profile
     if not len(row) or reporting.missing(row["faithful share"].iloc[0], row["flat share"].iloc[0]):
-        return reporting.claim(text, paper=PAPER.loc["figure2", "paper"], ours="n/a", holds=None)
+        return CLAIMS.claim("01-figure2", fields=fields, ours="n/a", holds=None)
     faithful, flat = row["faithful share"].iloc[0], row["flat share"].iloc[0]
     holds = bool(faithful >= FAITHFUL_MIN and flat >= FLAT_MIN)
     paper_share = paper_faithful_share()
@@ -704,7 +702,7 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
         why = f"{rule}; the paper's intervals {intervals} hold {paper_share:.0%} of the points"
     sensitivity = ", ".join(f"{row[f'faithful share at {r:.0%}'].iloc[0]:.0%} within {r:.0%}"
                             for r in SENSITIVITY_RTOLS if f"faithful share at {r:.0%}" in row)
-    return reporting.claim(text, paper=PAPER.loc["figure2", "paper"], holds=holds, partly=partly, why=why,
+    return CLAIMS.claim("01-figure2", fields=fields, holds=holds, partly=partly, why=why,
                            ours=f"faithful on {row['faithful x-ranges'].iloc[0]} ({faithful:.0%} of points"
                                 + (f"; {sensitivity}" if sensitivity else "") + f"), flat at {flat:.0%}")
 
@@ -717,9 +715,7 @@ def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> re
         top = int(ties["D"].max())
         why = (f"∇f has tied most important features at {ties.loc[ties['D'] == top, '∇f tied share'].mean():.0%} of "
                f"the D = {top} grid points (mean over the functions); strict argmax breaks such ties by round-off")
-    return reporting.claim("Divergence grows with D also when round-off ties are not counted as disagreement "
-                           "(tie-aware agreement decreases)", paper=PAPER.loc["tie_aware_decreasing", "paper"],
-                           ours=_per_dimension(by_d), why=why,
+    return CLAIMS.claim("01-tie-aware-decreasing", ours=_per_dimension(by_d), why=why, evidence=len(by_d), minimum=3,
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
 
@@ -737,11 +733,10 @@ def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFra
     ROUGH_MIN_FUNCTIONS functions. `by_dimension` (:func:`rank_correlation_by_dimension`), when given, adds
     the ρ of each D to the reason.
     """
-    text = ("Disagreement concentrates on functions with steep or oscillatory gradients (Spearman ρ between the "
-            f"total variation of ∇f and all-three agreement ≤ {_minus(ROUGH_RHO)})")
-    paper = PAPER.loc["rough_functions", "paper"]
+    fields = {"rho": _minus(ROUGH_RHO)}
     if not len(table):
-        return reporting.claim(text, paper=paper, ours="n/a", holds=None, evidence=0, minimum=ROUGH_MIN_FUNCTIONS)
+        return CLAIMS.claim("01-rough-functions", fields=fields, ours="n/a", holds=None, evidence=0,
+                            minimum=ROUGH_MIN_FUNCTIONS)
     rho = rank_correlation(table)
     order = ", ".join(f"{pretty(f)} {a:.2f}" for f, a in table["agreement"].items())
     ours = f"ρ = {_minus(rho)} over {len(table)} functions (agreement, roughest first: {order})"
@@ -756,7 +751,7 @@ def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFra
             parts.append("per D (argmax): " + ", ".join(f"D = {d}: {_minus(r)}" for d, r in per_d["ρ (argmax)"].items()))
         why = "; ".join(parts)
     holds = None if np.isnan(rho) else bool(rho < 0)
-    return reporting.claim(text, paper=paper, ours=ours, holds=holds, partly=bool(holds and rho > ROUGH_RHO),
+    return CLAIMS.claim("01-rough-functions", fields=fields, ours=ours, holds=holds, partly=bool(holds and rho > ROUGH_RHO),
                            why=why, evidence=len(table), minimum=ROUGH_MIN_FUNCTIONS)
 
 

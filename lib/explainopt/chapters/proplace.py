@@ -990,10 +990,10 @@ __all__ = [
     "ROBUST_VR", "TRAINING", "factuals", "least_robust_datasets", "lowest_l1_datasets", "paper_accuracy",
     "retraining_table", "robust_datasets", "closer_methods", "compare_worst_cases", "comparison_solvers", "delta_sweep",
     "factual_indices", "inner_cell", "inner_problem_check", "inner_problem_frame", "methods_not_run", "networks_table", "ours",
-    "paper_only_rows", "paper_table1", "plot_delta_slider", "prepare", "preps_of", "network_cell", "network_configs",
+    "paper_only_rows", "paper_table1", "prepare", "preps_of", "network_cell", "network_configs",
     "as_network", "assemble", "network_cache", "NETWORK_SOURCES", "ROLES", "training_rows", "protocol_data",
     "solver_cell", "solver_row", "toy_network", "probe_points", "proplace_log", "protocol_split", "robust_neighbours",
     "by_dataset", "grids", "run_factual", "run_methods", "solver_comparison", "summary", "table1",
-    "table1_rows", "timing_table", "toy_example", "toy_figure", "toy_iterations", "tradeoff_figure",
+    "table1_rows", "timing_table", "toy_example", "toy_iterations",
     "train_network",
 ]

@@ -41,7 +41,8 @@ from ..counterfactuals.ensembles import (
 )
 from ..datasets import ENSEMBLE_DATASETS, load_dataset
 from ..experiments import run_grid
-from ..reporting import Claim, claim, every, missing
+from ..reporting import Claim, every, missing
+from ..verdicts import ClaimBook
 from . import paper_table
 
 #: The paper's grid of tolerances alpha (Section 5): robustness targets 1 - alpha from 0.5 to 0.99.
@@ -674,9 +675,8 @@ _TARGET_RULE = (f"target met = 95% interval reaches 1 - alpha at every alpha, ea
                 "counterfactuals")
 
 
-def _paper(key: str) -> str:
-    table = paper_table("robust_ensembles_claims").set_index("claim")
-    return table.loc[key, "paper"]
+#: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/robust_ensembles_claims.csv).
+CLAIMS = ClaimBook("05", paper_table("robust_ensembles_claims"))
 
 
 def _verdict_word(ok) -> str:
@@ -688,8 +688,7 @@ def claim_verified(checks) -> Claim:
     hard = int(checks["hard"].sum()) if len(checks) else 0
     verified = int(checks["verified by T0"].sum()) if len(checks) else 0
     relaxed = int(checks["relaxed"].sum()) if len(checks) else 0
-    return claim("Every counterfactual flips the forest it explains (checked with predict_proba)",
-                 paper=_paper("verified"), ours=f"{verified} of {hard} hard solutions verified; {relaxed} relaxed",
+    return CLAIMS.claim("05-verified", ours=f"{verified} of {hard} hard solutions verified; {relaxed} relaxed",
                  holds=verified == hard, evidence=hard,
                  why="relaxed rows (target unreachable) are counted apart")
 
@@ -704,8 +703,7 @@ def claim_naive_below_half(table1, *, minimum: int = 3) -> Claim:
     else:
         why = (f"{int(table1['n'].min())}-{int(table1['n'].max())} counterfactuals per dataset at this scale "
                f"(95% intervals in Table 1); the paper averages {PAPER_SIMULATIONS[100] * PAPER_FACTUALS} per dataset")
-    return claim("Naive validity is below 50% on most datasets",
-                 paper=f"{int((paper < 50).sum())} of {len(paper)} datasets below 50%",
+    return CLAIMS.claim("05-naive-below-half", evidence=len(naive), paper=f"{int((paper < 50).sum())} of {len(paper)} datasets below 50%",
                  ours=f"{below} of {len(naive)} below 50%",
                  holds=below > len(naive) / 2 if len(naive) >= minimum else None, why=why)
 
@@ -716,11 +714,11 @@ def claim_spambase_naive(table1, *, level: float = 0.95, minimum: int = 10) -> C
     run below `minimum` counterfactuals."""
     row = table1[table1.dataset == "Spambase"] if len(table1) else table1
     if not len(row):
-        return claim("Naive validity falls below 20% on Spambase", paper=f"{naive_validity_paper(100)['Spambase']}%",
-                     ours="not run", holds=None)
+        return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%",
+                            ours="not run", holds=None, evidence=0, minimum=minimum)
     rate, n = float(row["ours [%]"].iloc[0]), int(row["n"].iloc[0])
     est = binomial_interval(round(rate * n / 100), n, level=level)
-    return claim("Naive validity falls below 20% on Spambase", paper=f"{naive_validity_paper(100)['Spambase']}%",
+    return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%",
                  ours=f"{rate:.0f}% ({level:.0%} interval {100 * est.low:.0f}-{100 * est.high:.0f}%, n = {n})",
                  holds=100 * est.low < 20, partly=rate >= 20, evidence=n, minimum=minimum,
                  why="partly = our rate is not below 20% but its interval reaches below it")
@@ -734,7 +732,7 @@ def claim_direct_saa_targets(curves, *, datasets) -> Claim:
     spambase = ok.get("Spambase")
     holds = (None if not others or len(known) < len(others) or spambase is None
              else all(ok[d] for d in others) and not spambase)
-    return claim("Direct-SAA meets the target on all datasets but Spambase", paper=_paper("direct_saa_targets"),
+    return CLAIMS.claim("05-direct-saa-targets",
                  ours=f"{sum(bool(ok[d]) for d in known)} of {len(known)}"
                       + (f" ({len(others) - len(known)} not run)" if len(known) < len(others) else "")
                       + f" (Spambase: {_verdict_word(spambase)})",
@@ -744,14 +742,14 @@ def claim_direct_saa_targets(curves, *, datasets) -> Claim:
 def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
     """Robust-SAA with `beta` meets every target it ran on Spambase."""
     ok = meets_targets(curves, dataset="Spambase", label=f"Robust-SAA (beta={beta:g})")
-    return claim(f"Robust-SAA (beta = {beta:g}) makes Spambase robust", paper=_paper("robust_saa_spambase"),
+    return CLAIMS.claim("05-robust-saa-spambase", fields={"beta": beta},
                  ours=_verdict_word(ok), holds=ok, why=_TARGET_RULE)
 
 
 def claim_dominance(points, *, share_needed: float = 0.9) -> Claim:
     """SAA points strictly dominate at least `share_needed` of the plausibility-benchmark points."""
     share = dominated_share(points)
-    return claim("SAA dominates the plausibility benchmarks (Pareto front)", paper=_paper("dominance"),
+    return CLAIMS.claim("05-dominance",
                  ours="not run" if missing(share) else f"{100 * share:.0f}% of benchmark points strictly dominated",
                  holds=None if missing(share) else share >= share_needed,
                  why=f"holds if >= {100 * share_needed:.0f}% strictly dominated (smaller distance and higher "
@@ -761,7 +759,7 @@ def claim_dominance(points, *, share_needed: float = 0.9) -> Claim:
 def claim_solve_time(times, *, factor: float = 2.0) -> Claim:
     """Direct-SAA's mean solve time at most `factor` times the naive one on every dataset measured."""
     ratio = times["ratio"].dropna() if len(times) else pd.Series(dtype=float)
-    return claim("Direct-SAA costs only a small increase in solve time", paper=_paper("solve_time"),
+    return CLAIMS.claim("05-solve-time", evidence=len(ratio),
                  ours="not run" if ratio.empty else
                  f"Direct-SAA / naive mean time: {ratio.min():.2f}-{ratio.max():.2f}x over {len(ratio)} rows",
                  holds=every(ratio, lambda r: r <= factor),
@@ -771,7 +769,7 @@ def claim_solve_time(times, *, factor: float = 2.0) -> Claim:
 def claim_benchmark_time(ratio) -> Claim:
     """The plausibility benchmarks take longer to solve than the naive problem on every dataset where they
     ran (median solve times, Figure 6)."""
-    return claim("The plausibility benchmarks cost more solve time (Fig. 6)", paper=_paper("benchmark_time"),
+    return CLAIMS.claim("05-benchmark-time", evidence=len(ratio),
                  ours=", ".join(f"{d} {r:.1f}x" for d, r in ratio.items()) or "not run",
                  holds=every(ratio, lambda r: r > 1),
                  why="median time of the isolation-forest and 1-LOF problems over the naive ones, per dataset")
@@ -784,8 +782,7 @@ def claim_evolving_direct(curves, *, datasets=ENSEMBLE_DATASETS) -> Claim:
     known = {d: v for d, v in ok.items() if v is not None}
     missed = sorted(d for d, v in known.items() if not v)
     holds = None if len(known) < len(datasets) else set(missed) == set(EVOLVING_ROBUST)
-    return claim("Evolving data: Direct-SAA misses the target only on German-Credit, Students-Performance and "
-                 "Spambase", paper=_paper("evolving_direct"),
+    return CLAIMS.claim("05-evolving-direct",
                  ours=(f"{len(known) - len(missed)} of {len(known)} meet it; misses: {', '.join(missed) or 'none'}"
                        if known else "not run"),
                  holds=holds, why=f"{_TARGET_RULE}; needs all "
@@ -799,8 +796,7 @@ def claim_evolving_robust(curves, *, beta: float = 0.05) -> Claim:
     ok = {d: meets_targets(curves, dataset=d, label=label) for d in EVOLVING_ROBUST}
     known = {d: v for d, v in ok.items() if v is not None}
     holds = None if len(known) < len(EVOLVING_ROBUST) else all(known.values())
-    return claim(f"Evolving data: Robust-SAA (beta = {beta:g}) is robust where Direct-SAA is not",
-                 paper=_paper("evolving_robust"),
+    return CLAIMS.claim("05-evolving-robust", fields={"beta": beta},
                  ours=", ".join(f"{d}: {_verdict_word(v)}" for d, v in ok.items()),
                  holds=holds, why=_TARGET_RULE)
 
@@ -813,8 +809,7 @@ def claim_sparse_adult(curves) -> Claim:
             / direct.loc[direct.dataset == d, "n"].sum() for d in ("Adult", "Credit-Card-Default")
             if len(direct) and (direct.dataset == d).any()}
     ran = len(mean) == 2
-    return claim("Adult's counterfactuals are sparser than Credit-Card-Default's (Figs. 7-8)",
-                 paper=_paper("sparse_adult"),
+    return CLAIMS.claim("05-sparse-adult",
                  ours=", ".join(f"{d} {m:.1f}" for d, m in mean.items()) + " features changed (mean)" if mean
                  else "not run", holds=mean["Adult"] < mean["Credit-Card-Default"] if ran else None,
                  why="mean number of changed features of the Direct-SAA counterfactuals, every alpha")
@@ -822,7 +817,7 @@ def claim_sparse_adult(curves) -> Claim:
 
 def claim_importance(correlation, *, minimum: float = 0.5) -> Claim:
     """Spearman(importance, change) above `minimum` on every dataset shown (Appendix C.6)."""
-    return claim("Feature changes follow predictive importance (App. C.6)", paper=_paper("importance"),
+    return CLAIMS.claim("05-importance", evidence=len(correlation),
                  ours=", ".join(f"{d} {c:.2f}" for d, c in correlation.items()) or "not run",
                  holds=every(correlation, lambda c: c > minimum),
                  why=f"Spearman rank correlation > {minimum:g} on every dataset shown")
@@ -832,8 +827,8 @@ def claim_large_forests(table3) -> Claim:
     """With N = 400 trees naive validity on Spambase stays below 50% (Table 3)."""
     naive = table3.set_index("dataset")["ours [%]"] if len(table3) else pd.Series(dtype=float)
     ours = naive.get("Spambase")
-    return claim("N = 400: naive validity still low (Table 3)",
-                 paper=f"{naive_validity_paper(400)['Spambase']}% on Spambase, {_paper('large_forests')}",
+    return CLAIMS.claim("05-large-forests",
+                        paper=f"{naive_validity_paper(400)['Spambase']}% on Spambase, {CLAIMS.paper('05-large-forests')}",
                  ours="not run" if missing(ours) else f"Spambase {ours:.0f}%",
                  holds=None if missing(ours) else ours < 50, why="low = below 50% on Spambase")
 

@@ -43,7 +43,8 @@ from ..counterfactuals.regions import certify_region, robust_region, single_leaf
 from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
-from ..reporting import Claim, claim, every, missing
+from ..reporting import Claim, every, missing
+from ..verdicts import ClaimBook, share_of_matched_pairs
 from . import paper_table, solver_key
 
 CHAPTER = "02"
@@ -506,9 +507,7 @@ def matched_share(wide: pd.DataFrame, better, worse) -> tuple[float, int]:
     """Share of the rows of `wide` where column `better` is below column `worse`, over the rows that have
     both (a configuration with one side missing is no evidence either way), and how many those are; NaN
     below :data:`MIN_MATCHED`."""
-    pairs = wide[[better, worse]].dropna()
-    share = float((pairs[better] < pairs[worse]).mean()) if len(pairs) >= MIN_MATCHED else math.nan
-    return share, len(pairs)
+    return share_of_matched_pairs(wide[better], wide[worse], MIN_MATCHED, better=np.less)
 
 
 def trend_checks(summary: pd.DataFrame) -> dict:
@@ -555,6 +554,10 @@ def trend_checks(summary: pd.DataFrame) -> dict:
 
 # =========================================================================== the claims
 
+#: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/robust_regions_claims.csv).
+CLAIMS = ClaimBook(CHAPTER, paper_table("robust_regions_claims"))
+
+
 def _samples(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 
@@ -570,18 +573,14 @@ def claim_regions_certified(frame: pd.DataFrame) -> Claim:
     why = f"AP re-solved exactly + {points} classified by model.predict, per region"
     if certified < n:
         why += f"; {n - certified} of the {n} regions failed it (the table of uncertified regions lists them)"
-    return claim("Algorithm 1 returns regions that are robust (a deterministic guarantee)",
-                 paper="all converged regions robust",
-                 ours=f"{certified}/{n} returned regions certified ({converged} at ρ, the early stops at ρ̄)",
+    return CLAIMS.claim("02-regions-certified", ours=f"{certified}/{n} returned regions certified ({converged} at ρ, the early stops at ρ̄)",
                  holds=every(returned["certified"]) if n else None, why=why, evidence=n)
 
 
 def claim_complexity(checks: dict) -> Claim:
     """Time grows more with model size than with the number of features (:func:`trend_checks`)."""
     size, features = checks["complexity_ratio"], checks["features_ratio"]
-    return claim("Time grows with model complexity more than with the number of features",
-                 paper="largest/smallest model per family ≫ ionosphere/banknote",
-                 ours=f"median ratio {size:.1f} (model size) vs {features:.1f} (features)",
+    return CLAIMS.claim("02-complexity", ours=f"median ratio {size:.1f} (model size) vs {features:.1f} (features)",
                  holds=None if missing(size, features) else size > features)
 
 
@@ -589,8 +588,7 @@ def claim_iterations_complexity(checks: dict) -> Claim:
     """Iterations grow with model complexity: the median ratio of mean iterations, largest over smallest
     model of each family (:func:`trend_checks`), is above 1."""
     ratio = checks["iterations_ratio"]
-    return claim("Iterations grow with model complexity", paper="Tables 1-2, Figure 6 (DT10 vs DT3)",
-                 ours=f"median ratio {ratio:.2f} of mean iterations, largest/smallest model per family",
+    return CLAIMS.claim("02-iterations-complexity", ours=f"median ratio {ratio:.2f} of mean iterations, largest/smallest model per family",
                  holds=None if missing(ratio) else ratio > 1,
                  why="needs two sizes of a family (e.g. DT3 and DT10) in the run; LR needs no iterations")
 
@@ -598,18 +596,16 @@ def claim_iterations_complexity(checks: dict) -> Claim:
 def claim_l2_slower(checks: dict) -> Claim:
     """Ball uncertainty takes longer than box uncertainty in most matched configurations."""
     share = checks["l2_slower"]
-    return claim("l2 uncertainty converges slower than l-inf", paper="Table 2 times above Table 1",
-                 ours=f"l2 slower in {100 * share:.0f}% of {checks['l2_pairs']} matched configurations",
-                 holds=None if missing(share) else share > 0.5,
+    return CLAIMS.claim("02-l2-slower", ours=f"l2 slower in {100 * share:.0f}% of {checks['l2_pairs']} matched configurations",
+                 holds=None if missing(share) else share > 0.5, evidence=checks["l2_pairs"], minimum=MIN_MATCHED,
                  why=f"needs at least {MIN_MATCHED} configurations computed at both norms")
 
 
 def claim_small_rho_faster(checks: dict) -> Claim:
     """rho = 0.01 is faster than rho = 0.05 in most matched configurations."""
     share = checks["small_rho_faster"]
-    return claim("A smaller radius (0.01) is faster than 0.05", paper="rho = 0.01 faster",
-                 ours=f"faster in {100 * share:.0f}% of {checks['rho_pairs']} matched configurations",
-                 holds=None if missing(share) else share > 0.5,
+    return CLAIMS.claim("02-small-rho-faster", ours=f"faster in {100 * share:.0f}% of {checks['rho_pairs']} matched configurations",
+                 holds=None if missing(share) else share > 0.5, evidence=checks["rho_pairs"], minimum=MIN_MATCHED,
                  why=f"needs at least {MIN_MATCHED} configurations computed at both radii")
 
 
@@ -620,8 +616,7 @@ def _percent(frame: pd.DataFrame, column: str) -> float:
 def claim_baseline_not_robust(frame3: pd.DataFrame) -> Claim:
     """At least a fifth of the gradient baseline's counterfactuals are not certified robust."""
     not_robust = 100 - _percent(frame3, "baseline_robust")
-    return claim("The gradient baseline is often not robust", paper="0-80% robust (Table 3)",
-                 ours=f"{not_robust:.0f}% not robust ({len(frame3)} counterfactuals)",
+    return CLAIMS.claim("02-baseline-not-robust", ours=f"{not_robust:.0f}% not robust ({len(frame3)} counterfactuals)",
                  holds=None if missing(not_robust) else not_robust >= 20, evidence=len(frame3),
                  why="'often' read as at least 20% of its counterfactuals not certified robust")
 
@@ -629,8 +624,7 @@ def claim_baseline_not_robust(frame3: pd.DataFrame) -> Claim:
 def claim_baseline_invalid(frame3: pd.DataFrame) -> Claim:
     """Some of the gradient baseline's counterfactuals are invalid."""
     invalid = 100 - _percent(frame3, "baseline_valid")
-    return claim("The gradient baseline is sometimes invalid", paper="10% invalid on ionosphere NN(10)",
-                 ours=f"{invalid:.0f}% invalid", holds=None if missing(invalid) else invalid > 0,
+    return CLAIMS.claim("02-baseline-invalid", ours=f"{invalid:.0f}% invalid", holds=None if missing(invalid) else invalid > 0,
                  evidence=len(frame3),
                  why="our baseline doubles its multiplier until a fresh attack no longer flips the point, "
                      "so a point ends invalid only when every round fails")
@@ -639,8 +633,7 @@ def claim_baseline_invalid(frame3: pd.DataFrame) -> Claim:
 def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
     """At least 80% of our Table 3 regions are certified robust at rho (early stops count as not)."""
     robust = _percent(frame3, "ours_robust")
-    return claim("Algorithm 1 finds robust counterfactuals in Table 3's setting", paper="80-100% robust",
-                 ours=f"{robust:.0f}% robust (early stops count as not robust)",
+    return CLAIMS.claim("02-ours-robust", ours=f"{robust:.0f}% robust (early stops count as not robust)",
                  holds=None if missing(robust) else robust >= 80, evidence=len(frame3))
 
 
@@ -648,8 +641,7 @@ def claim_ours_valid(frame3: pd.DataFrame) -> Claim:
     """Every counterfactual of Algorithm 1 in Table 3's setting is valid (the model's own predict)."""
     n = len(frame3)
     valid = int(frame3["ours_valid"].sum()) if n else 0
-    return claim("Our counterfactuals are always valid (Table 3)", paper="100% valid in every row",
-                 ours=f"{valid}/{n} valid under model.predict", holds=every(frame3["ours_valid"]) if n else None,
+    return CLAIMS.claim("02-ours-valid", ours=f"{valid}/{n} valid under model.predict", holds=every(frame3["ours_valid"]) if n else None,
                  evidence=n)
 
 
@@ -659,13 +651,11 @@ def claim_single_leaf(comparison: pd.DataFrame) -> Claim:
     not exhibit the non-optimality the paper illustrates."""
     n = len(comparison)
     if not n:
-        return claim("The single-leaf heuristic is faster but may be non-optimal (Figure 5)",
-                     paper="faster; may be farther", ours="no decision tree in the run", holds=None,
+        return CLAIMS.claim("02-single-leaf", ours="no decision tree in the run", holds=None,
                      evidence=0, why="needs a decision tree (DT3, DT10, ...) among the models")
     farther, closer = int(comparison["farther"].sum()), int(comparison["closer"].sum())
     t_exact, t_heur = comparison["exact_time"].median(), comparison["heuristic_time"].median()
-    return claim("The single-leaf heuristic is faster but may be non-optimal (Figure 5)",
-                 paper="faster; may be farther", evidence=n,
+    return CLAIMS.claim("02-single-leaf", evidence=n,
                  ours=f"farther in {farther}/{n}, closer in {closer}/{n}; median time {t_heur:.2g} s vs "
                       f"{t_exact:.2g} s (Algorithm 1)",
                  holds=bool(closer == 0 and t_heur < t_exact), partly=farther == 0,
@@ -679,14 +669,12 @@ def claim_figure7(runs: list[dict]) -> Claim:
     the distance is monotone but no radius falls in this run."""
     shown = [r for r in runs if len(r.get("history") or []) >= 2]
     if not shown:
-        return claim("Figure 7: monotone distance, non-monotone robustness", paper="distance grows; radius peaks",
-                     ours="no run with two iterations", holds=None, evidence=0,
+        return CLAIMS.claim("02-figure7", ours="no run with two iterations", holds=None, evidence=0,
                      why="needs a model that takes at least two iterations")
     falls = [r["model"] for r in shown if _falls([h["distance"] for h in r["history"]])]
     radius = [r["model"] for r in shown
               if _falls([math.nan if h["radius"] is None else h["radius"] for h in r["history"]])]
-    return claim("Figure 7: monotone distance, non-monotone robustness", paper="distance grows; radius peaks",
-                 ours=f"distance falls for {', '.join(falls) or 'no model'}; radius falls for "
+    return CLAIMS.claim("02-figure7", ours=f"distance falls for {', '.join(falls) or 'no model'}; radius falls for "
                       f"{', '.join(radius) or 'no model'} ({len(shown)} models with ≥ 2 iterations)",
                  holds=not falls, partly=not radius, evidence=len(shown),
                  why="the distance of the MP's optimum cannot fall as Z grows (a theorem, up to the MIP gap)"
@@ -702,8 +690,7 @@ def claim_times(tables: list[pd.DataFrame], frame: pd.DataFrame, *, time_limit: 
     early = float(frame["early_stop"].mean()) if not frame.empty else math.nan
     used = sorted({s for v in (frame["solver"] if not frame.empty else []) for s in str(v).split("+")}
                   - {"closed form", ""})
-    return claim("Computation times of the paper (Gurobi, M1 Pro)", paper="Tables 1-2",
-                 ours=f"median time ratio ours/paper {median:.2f} over converged configurations; "
+    return CLAIMS.claim("02-times", ours=f"median time ratio ours/paper {median:.2f} over converged configurations; "
                       f"{100 * early:.0f}% of our instances stopped at our {time_limit} s limit",
                  holds=None if missing(median, early) else bool(median <= 3 and early <= 0.1),
                  why=f"our solvers ({', '.join(used) or 'none'}) against the paper's Gurobi, and our formulations, "

@@ -50,8 +50,9 @@ from ..counterfactuals.regions import robust_region
 from ..counterfactuals.robustness import input_radius, largest_delta, score_margin
 from ..datasets import FeatureSpec, load_dataset
 from ..encoders import model_predict, torch_network
-from ..reporting import Claim, claim
-from . import solver_key
+from ..reporting import Claim
+from ..verdicts import ClaimBook, all_of_at_least
+from . import paper_table, solver_key
 from .proplace import DELTAS as PROPLACE_DELTAS
 from .proplace import MILP_R_DELTA
 
@@ -450,6 +451,9 @@ def threat_table(summary: pd.DataFrame) -> pd.DataFrame:
 #: Paper column of the verdict table: whether a hypothesis follows from the methods' definitions.
 THEORY, NEW = "expected from the theory", "new (no paper measures it)"
 
+#: The hypotheses, declared in one place: id, check, wording and evidence rule (data/robustness_benchmark_claims.csv).
+CLAIMS = ClaimBook(CHAPTER, paper_table("robustness_benchmark_claims"))
+
 
 def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, against: str = NEAREST) -> pd.DataFrame:
     """Per (dataset, factual): `col` of `method` (recommended parameter, or `param`) beside `against`'s,
@@ -465,18 +469,25 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     return merged.rename(columns={col: "ours", f"{col}_base": "base"}).dropna(subset=["ours", "base"])
 
 
-def _better(pairs: pd.DataFrame, text: str, *, minimum: int, kind: str = NEW, unit: str = "") -> Claim:
+def _better(pairs: pd.DataFrame, id: str, *, minimum: int, unit: str = "") -> Claim:
     """Hypothesis "ours > base": higher on average, and higher on more factuals than lower (a sign test's
     direction; ties, e.g. both valid for every retrained model, count for neither)."""
     n = len(pairs)
     if n == 0:
-        return claim(text, paper=kind, ours="no pairs", holds=None, evidence=0, minimum=minimum)
+        return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=minimum)
     wins = int((pairs["ours"] > pairs["base"] + 1e-9).sum())
     losses = int((pairs["ours"] < pairs["base"] - 1e-9).sum())
     holds = bool(pairs["ours"].mean() > pairs["base"].mean() and wins > losses)
     ours = (f"mean {pairs['ours'].mean():.3g}{unit} vs {pairs['base'].mean():.3g}{unit}; higher on {wins}, "
             f"lower on {losses} of {n} factuals")
-    return claim(text, paper=kind, ours=ours, holds=holds, evidence=n, minimum=minimum)
+    return CLAIMS.claim(id, ours=ours, holds=holds, evidence=n, minimum=minimum)
+
+
+def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int) -> Claim:
+    """Hypothesis "every value ≥ bound", on at least `minimum` values."""
+    values = values.dropna()
+    return CLAIMS.claim(id, ours=f"smallest {name} {values.min():.2g} over {len(values)}" if len(values) else "no data",
+                        holds=all_of_at_least(values, 1, lambda v: v >= bound), evidence=len(values), minimum=minimum)
 
 
 #: The columns the hypothesis checks read.
@@ -484,59 +495,76 @@ CLAIM_COLUMNS = ["dataset", "factual", "model", "method", "param", "recommended"
                  "excess_distance", *MEASURES]
 
 
+def _valid(df: pd.DataFrame) -> pd.DataFrame:
+    """The valid counterfactuals of `df`, every column the checks read present (absent measures: no data)."""
+    df = df.reindex(columns=list(dict.fromkeys([*df.columns, *CLAIM_COLUMNS])))
+    return df[df["valid"].astype(bool)] if len(df) else df
+
+
+def h1_nearest_closest(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    """H1: nearest is the closest valid point of the box, so no valid counterfactual is closer."""
+    return _smallest("06-h1-nearest-closest", _valid(df)["excess_distance"], "excess distance", -1e-6,
+                     minimum=minimum)
+
+
+def h2_region_certified(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    """H2: a converged robust region is certified for its rho."""
+    ok = _valid(df)
+    reg = ok[(ok["method"] == REGION) & (ok["status"] == "converged")]
+    return _smallest("06-h2-region-certified", reg["radius_linf"] - reg["param"].astype(float), "radius − rho", -1e-4,
+                     minimum=minimum)
+
+
+def h3_proplace_delta(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    """H3: PROPLACE's counterfactuals pass Definition 7 at their delta (the bisection returns a Delta that
+    passed, within its tolerance below the largest)."""
+    ok = _valid(df)
+    pro = ok[ok["method"] == PROPLACE]
+    return _smallest("06-h3-proplace-delta", pro["delta_interval"] - pro["param"].astype(float) + pro["tol"],
+                     "Δ − δ + tolerance", -1e-9, minimum=minimum)
+
+
+def h4_saa_margin(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    """H4: the SAA counterfactuals clear their threshold."""
+    ok = _valid(df)
+    saa = ok[ok["method"].isin([DIRECT_SAA, ROBUST_SAA]) & ok["recommended"].astype(bool)]
+    return _smallest("06-h4-saa-margin", saa["margin"], "margin", -1e-6, minimum=minimum)
+
+
+def h5_region_retrained_network(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(_paired(df, "network", REGION, "retrained"), "06-h5-region-retrained-network", minimum=minimum)
+
+
+def h6_region_retrained_forest(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(_paired(df, "forest", REGION, "retrained"), "06-h6-region-retrained-forest", minimum=minimum)
+
+
+def h7_proplace_radius(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(_paired(df, "network", PROPLACE, "radius_linf"), "06-h7-proplace-radius", minimum=minimum)
+
+
+def h8_region_model_shift(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(_paired(df, "network", REGION, "delta_exact"), "06-h8-region-model-shift", minimum=minimum)
+
+
+def h9_saa_radius(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(_paired(df, "forest", DIRECT_SAA, "radius_linf"), "06-h9-saa-radius", minimum=minimum)
+
+
+def h10_region_vs_stretched(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(pd.concat([_paired(df, m, REGION, "retrained", against=STRETCHED) for m in MODELS]),
+                   "06-h10-region-vs-stretched", minimum=minimum)
+
+
+def h11_proplace_retrained(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
+    return _better(_paired(df, "network", PROPLACE, "retrained"), "06-h11-proplace-retrained", minimum=minimum)
+
+
 def claims(df: pd.DataFrame, *, minimum: int = 3) -> list[Claim]:
-    """The chapter's hypotheses (stated before the experiment) with verdicts from this run: *reproduced*
-    reads "holds", *differs* "fails", *not run* "fewer than `minimum` factuals to judge it"."""
-    df = df.reindex(columns=list(dict.fromkeys([*df.columns, *CLAIM_COLUMNS])))  # absent measures: no data
-    out = []
-    ok = df[df["valid"].astype(bool)] if len(df) else df
-    # H1: nearest is the closest valid point of the box, so no valid counterfactual is closer
-    excess = ok["excess_distance"].dropna() if len(ok) else pd.Series(dtype=float)
-    out.append(claim("H1. No method's valid counterfactual is closer than the nearest one (same model, same box)",
-                     paper=THEORY, ours=f"smallest excess distance {excess.min():.2g} over {len(excess)}"
-                     if len(excess) else "no data", holds=bool((excess >= -1e-6).all()) if len(excess) else None,
-                     evidence=len(excess), minimum=minimum))
-    # H2: a converged robust region is certified for its rho
-    reg = ok[(ok["method"] == REGION) & (ok["status"] == "converged")] if len(ok) else ok
-    gap = (reg["radius_linf"] - reg["param"].astype(float)) if len(reg) else pd.Series(dtype=float)
-    out.append(claim("H2. A converged robust region's centre has certified l∞ radius ≥ its rho", paper=THEORY,
-                     ours=f"smallest radius − rho {gap.min():.2g} over {len(gap)}" if len(gap) else "no data",
-                     holds=bool((gap >= -1e-4).all()) if len(gap) else None, evidence=len(gap), minimum=minimum))
-    # H3: PROPLACE's counterfactuals pass Definition 7 at their delta
-    pro = ok[ok["method"] == PROPLACE] if len(ok) else ok
-    # the bisection returns a Delta that passed, within its tolerance below the largest
-    gap = (pro["delta_interval"] - pro["param"].astype(float) + pro["tol"]) if len(pro) else pd.Series(dtype=float)
-    out.append(claim("H3. PROPLACE's counterfactuals survive every model shift up to their delta (interval test)",
-                     paper=THEORY, ours=f"smallest Δ − δ + tolerance {gap.min():.2g} over {len(gap)}" if len(gap)
-                     else "no data", holds=bool((gap >= -1e-9).all()) if len(gap) else None, evidence=len(gap), minimum=minimum))
-    # H4: the SAA counterfactuals clear their threshold
-    saa = ok[ok["method"].isin([DIRECT_SAA, ROBUST_SAA]) & ok["recommended"].astype(bool)] if len(ok) else ok
-    out.append(claim("H4. Direct-SAA and Robust-SAA counterfactuals have a non-negative margin over p*(N, α)",
-                     paper=THEORY, ours=f"smallest margin {saa['margin'].min():.2g} over {len(saa)}" if len(saa)
-                     else "no data", holds=bool((saa["margin"] >= -1e-6).all()) if len(saa) else None,
-                     evidence=len(saa), minimum=minimum))
-    # the cross-notion hypotheses
-    out.append(_better(_paired(df, "network", REGION, "retrained"),
-                       "H5. Region-robust counterfactuals of a network are more retraining-robust than nearest ones",
-                       minimum=minimum))
-    out.append(_better(_paired(df, "forest", REGION, "retrained"),
-                       "H6. Region-robust counterfactuals of a forest are more retraining-robust than nearest ones",
-                       minimum=minimum))
-    out.append(_better(_paired(df, "network", PROPLACE, "radius_linf"),
-                       "H7. PROPLACE's (model-shift-robust) counterfactuals have a larger l∞ input radius than "
-                       "nearest ones", minimum=minimum))
-    out.append(_better(_paired(df, "network", REGION, "delta_exact"),
-                       "H8. Region-robust counterfactuals of a network survive larger model shifts (exact Δ) than "
-                       "nearest ones", minimum=minimum))
-    out.append(_better(_paired(df, "forest", DIRECT_SAA, "radius_linf"),
-                       "H9. Direct-SAA's (retraining-robust) counterfactuals have a larger l∞ input radius than "
-                       "nearest ones", minimum=minimum))
-    out.append(_better(pd.concat([_paired(df, m, REGION, "retrained", against=STRETCHED) for m in MODELS]),
-                       "H10. At the same distance, region-robust counterfactuals are more retraining-robust than "
-                       "the nearest counterfactual stretched to that distance", minimum=minimum))
-    out.append(_better(_paired(df, "network", PROPLACE, "retrained"),
-                       "H11. PROPLACE's counterfactuals are more retraining-robust than nearest ones", minimum=minimum))
-    return out
+    """The chapter's hypotheses (stated before the experiment, :data:`CLAIMS`) with verdicts from this run:
+    *reproduced* reads "holds", *differs* "fails", *not run* "fewer than `minimum` factuals to judge it"."""
+    df = df.reindex(columns=list(dict.fromkeys([*df.columns, *CLAIM_COLUMNS])))
+    return [globals()[check](df, minimum=minimum) for check in CLAIMS.table["check"]]
 
 
 def hypotheses_table() -> pd.DataFrame:

@@ -1,0 +1,220 @@
+"""The claim contract of every chapter: each claim has a declared id, check and evidence rule
+(``chapters/data/<chapter>_claims.csv``); every check reads *not run* without data and explains it; each claim
+with a declared fixture holds on it, fails on its perturbation (so the check can fail) and is not run on no data."""
+
+import inspect
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from explainopt import reporting, verdicts
+from explainopt.chapters import clemo as C3
+from explainopt.chapters import module
+from explainopt.chapters import optimizing_explanations as C1
+from explainopt.chapters import proplace_claims as C4
+from explainopt.chapters import robust_regions as C2
+from explainopt.chapters import robustness_benchmark as C6
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+
+CHAPTERS = ("01", "02", "03", "04", "05", "06")
+
+
+def _book(chapter: str) -> verdicts.ClaimBook:
+    """The chapter's declared claims (chapter 4 declares them beside its module, which stays unchanged)."""
+    return C4.CLAIMS if chapter == "04" else module(chapter).CLAIMS
+
+
+def _no_data_claims(chapter: str) -> list[reporting.Claim]:
+    """Every claim of `chapter` computed on a run without data."""
+    empty = pd.DataFrame()
+    if chapter == "01":
+        return C1.paper_claims(empty, empty, empty, empty, empty)
+    if chapter == "02":
+        return C2.paper_claims(empty, C2.summary_table(empty), empty, [], time_limit=4)
+    if chapter == "03":
+        return C3.claims(vrp_samples=40, vrp_solution_limit=20, vrp_chunks=2)
+    if chapter == "04":
+        table = pd.DataFrame(columns=["dataset", "method", "n", "found", "vΔ", "vr", "l1", "lof", "paper l1"])
+        return C4.claims(table, empty, n_retrained=0)
+    if chapter == "05":
+        from test_chapter_robust_ensembles import EMPTY
+        return module("05").claims(**EMPTY, datasets=[])
+    return C6.claims(empty)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_claim_is_declared_once_with_its_check_and_rule(chapter):
+    book = _book(chapter)
+    assert len(book.ids) == len(set(book.ids)) and all(i.startswith(f"{chapter}-") for i in book.ids)
+    for check in book.table["check"]:
+        assert inspect.isfunction(getattr(module(chapter), check)), check
+    assert (book.table["claim"] != "").all() and (book.table["decides"] != "").all()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_without_data_every_claim_is_not_run_in_declared_order_and_says_why(chapter):
+    claims = _no_data_claims(chapter)
+    assert [c.id for c in claims] == _book(chapter).ids
+    for c in claims:
+        assert c.verdict == NOT_RUN, c.id
+        assert c.explanation.startswith("Too little evidence"), c.id
+        assert c.rule and "decides: " in c.rule, c.id
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_claim_names_its_check(chapter):
+    """The id leads from a row to the code: the declared check is a function of the chapter whose source
+    names the id (directly, or through the name its id is built from)."""
+    book = _book(chapter)
+    for id, check in zip(book.ids, book.table["check"]):
+        source = inspect.getsource(getattr(module(chapter), check))
+        if chapter == "04":  # its checks state the declared wording (ClaimBook.declare checks it)
+            assert f'"{book.text(id)}"' in source, (id, check)
+            continue
+        stem = id.split("-", 1)[1].removesuffix("-slsqp").removesuffix("-convex")
+        assert id in source or f'"{stem}"' in source, (id, check)
+
+
+# --------------------------------------------------------------------------- the shared predicates
+
+def test_all_of_at_least_needs_n_present_values_and_can_fail():
+    assert verdicts.all_of_at_least([1, 2, 3], 3, lambda v: v > 0) is True
+    assert verdicts.all_of_at_least([1, -2, 3], 3, lambda v: v > 0) is False
+    assert verdicts.all_of_at_least([1, np.nan, 3], 3, lambda v: v > 0) is None
+    assert verdicts.all_of_at_least([], 1) is None and verdicts.all_of_at_least(None, 1) is None
+
+
+def test_share_of_matched_pairs_counts_only_pairs_with_both_sides_and_flips():
+    a = pd.Series({"x": 1.0, "y": 1.0, "z": 1.0, "w": np.nan})
+    b = pd.Series({"x": 2.0, "y": 2.0, "z": 2.0, "v": 0.0})
+    assert verdicts.share_of_matched_pairs(a, b, 3) == (1.0, 3)
+    assert verdicts.share_of_matched_pairs(b, a, 3) == (0.0, 3)   # the compared series flipped
+    share, n = verdicts.share_of_matched_pairs(a, b, 4)
+    assert np.isnan(share) and n == 3
+    with pytest.raises(ValueError, match="pair up"):
+        verdicts.share_of_matched_pairs([1.0, 2.0], [1.0], 1)
+
+
+def test_interval_above_and_below():
+    assert verdicts.interval_above(0.6, 0.5) is True and verdicts.interval_above(0.4, 0.5) is False
+    assert verdicts.interval_below(0.4, 0.5) is True and verdicts.interval_below(0.6, 0.5) is False
+    assert verdicts.interval_above(np.nan, 0.5) is None and verdicts.interval_below(None, 0.5) is None
+
+
+def test_matched_share_of_chapter_2_ignores_unmatched_configurations():
+    """Defect 2 of issue 26 stays fixed: a configuration without its partner is no evidence either way."""
+    wide = pd.DataFrame({0.01: [1.0] * 26 + [np.nan] * 27, 0.05: [2.0] * 26 + [3.0] * 27})
+    assert C2.matched_share(wide, 0.01, 0.05) == (1.0, 26)
+    assert C2.matched_share(wide, 0.05, 0.01) == (0.0, 26)
+
+
+# --------------------------------------------------------------------------- holds, fails, no data
+
+def _rows(method, model, values, *, col="retrained", param=None, **extra):
+    return [{**dict(dataset="toy", factual=i, model=model, method=method, param=param, recommended=True, valid=True,
+                    status="converged", excess_distance=0.0, tol=1e-4), col: v, **extra} for i, v in enumerate(values)]
+
+
+def _better(method, model, col, against=C6.NEAREST, param=None):
+    """A hypothesis "`method` above `against` on `col`": holds on higher values, fails when the two compared
+    series are flipped."""
+    high, low = [0.9, 0.8, 1.0, 0.7], [0.1, 0.2, 0.0, 0.1]
+
+    def frame(ours, base):
+        return pd.DataFrame(_rows(against, model, base, col=col) + _rows(method, model, ours, col=col, param=param))
+    return frame(high, low), frame(low, high)
+
+
+def _smallest(method, col, good, bad, **extra):
+    return (pd.DataFrame(_rows(method, "network", good, col=col, **extra)),
+            pd.DataFrame(_rows(method, "network", bad, col=col, **extra)))
+
+
+#: Claim id -> (the check, an input on which it holds, one on which it fails). The empty input is the third.
+FIXTURES = {
+    "06-h1-nearest-closest": (C6.h1_nearest_closest, *_smallest(C6.NEAREST, "excess_distance", [0, 0.1, 0.2], [0, -0.1, 0.2])),
+    "06-h2-region-certified": (C6.h2_region_certified, pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.05, 0.1], col="radius_linf", param=0.05)),
+                               pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.01, 0.1], col="radius_linf", param=0.05))),
+    "06-h3-proplace-delta": (C6.h3_proplace_delta, pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.2, 0.3], col="delta_interval", param=0.1)),
+                             pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.05, 0.3], col="delta_interval", param=0.1))),
+    "06-h4-saa-margin": (C6.h4_saa_margin, *_smallest(C6.DIRECT_SAA, "margin", [0.0, 0.1, 0.2], [0.0, -0.1, 0.2])),
+    "06-h5-region-retrained-network": (C6.h5_region_retrained_network, *_better(C6.REGION, "network", "retrained", param=C6.RHO)),
+    "06-h6-region-retrained-forest": (C6.h6_region_retrained_forest, *_better(C6.REGION, "forest", "retrained", param=C6.RHO)),
+    "06-h7-proplace-radius": (C6.h7_proplace_radius, *_better(C6.PROPLACE, "network", "radius_linf")),
+    "06-h8-region-model-shift": (C6.h8_region_model_shift, *_better(C6.REGION, "network", "delta_exact")),
+    "06-h9-saa-radius": (C6.h9_saa_radius, *_better(C6.DIRECT_SAA, "forest", "radius_linf")),
+    "06-h10-region-vs-stretched": (C6.h10_region_vs_stretched, *_better(C6.REGION, "network", "retrained", against=C6.STRETCHED)),
+    "06-h11-proplace-retrained": (C6.h11_proplace_retrained, *_better(C6.PROPLACE, "network", "retrained")),
+}
+
+
+def test_the_fixtures_name_declared_claims():
+    declared = {i for chapter in CHAPTERS for i in _book(chapter).ids}
+    assert set(FIXTURES) <= declared
+
+
+@pytest.mark.parametrize("id", sorted(FIXTURES))
+def test_claim_holds_fails_and_is_not_run_without_data(id):
+    check, holds, fails = FIXTURES[id]
+    good, bad, none = check(holds), check(fails), check(pd.DataFrame())
+    assert (good.id, bad.id, none.id) == (id, id, id)
+    assert good.verdict == REPRODUCED and not good.explanation
+    assert bad.verdict == DIFFERS and bad.explanation.startswith("Genuine finding"), "the check cannot fail"
+    assert none.verdict == NOT_RUN and none.explanation.startswith("Too little evidence")
+
+
+@pytest.mark.parametrize("id", sorted(FIXTURES))
+def test_the_perturbed_input_changes_the_verdict(id):
+    check, holds, fails = FIXTURES[id]
+    assert check(holds).verdict != check(fails).verdict
+
+
+def test_chapter_4_claims_explain_a_vr_gap_most_methods_share_as_the_retraining_set_up():
+    from test_chapter_proplace import GOOD, table_of
+    rows = {ds: dict(methods) for ds, methods in GOOD.items()}
+    table = table_of(rows)
+    table.loc[table["method"] == "PROPLACE", "vr"] = 90.0
+    table["paper vr"] = 100.0
+    vr = next(c for c in C4.claims(table, pd.DataFrame(), n_retrained=20) if c.id == "04-vr-100")
+    assert vr.verdict != REPRODUCED and "retraining set-up" in vr.explanation
+    table["paper vr"] = 0.0  # no method below the paper's: nothing shared, a genuine finding
+    vr = next(c for c in C4.claims(table, pd.DataFrame(), n_retrained=20) if c.id == "04-vr-100")
+    assert vr.explanation.startswith("Genuine finding")
+
+
+def test_declaring_claims_rejects_wording_that_is_not_the_declared_one():
+    table = pd.DataFrame(columns=["dataset", "method", "n", "found", "vΔ", "vr", "l1", "lof", "paper l1"])
+    claims = C4.CH.claims(table, pd.DataFrame(), n_retrained=0)
+    claims[0].claim = "something else"
+    with pytest.raises(ValueError, match="declared wording"):
+        C4.CLAIMS.declare(claims)
+
+
+def test_a_declared_claim_carries_its_id_rule_and_explanation_into_the_results_and_the_table(tmp_path):
+    book = verdicts.ClaimBook("09", pd.DataFrame([
+        {"id": "09-ratio", "check": "f", "claim": "ratio above {x:g}", "paper": "≥ 2", "unit": "runs",
+         "pairing": "per run", "decides": "every ratio > 2", "deviation": ""},
+        {"id": "09-time", "check": "g", "claim": "fast", "paper": "1 s", "unit": "", "pairing": "none",
+         "decides": "≤ 1 s", "deviation": "another machine"}]))
+    few = book.claim("09-ratio", fields={"x": 2}, ours="3", holds=True, evidence=2, minimum=5)
+    assert (few.id, few.claim, few.paper, few.verdict) == ("09-ratio", "ratio above 2", "≥ 2", NOT_RUN)
+    assert few.rule == "at least 5 runs; per run; decides: every ratio > 2"
+    assert few.explanation == "Too little evidence: 2 of the 5 cells the rule needs were computed."
+    slow = book.claim("09-time", ours="3 s", holds=False)
+    assert slow.explanation.startswith("Deviation from the paper's protocol: another machine")
+    assert book.claim("09-time", ours="3 s", holds=False, deviation="").explanation.startswith("Genuine finding")
+    reporting.save_chapter_results("09", [few, slow], {"scale": "book"}, folder=tmp_path)
+    saved = reporting.read_chapter_results(tmp_path, "09")["claims"]
+    assert [c["id"] for c in saved] == ["09-ratio", "09-time"] and saved[0]["rule"] == few.rule
+    assert saved[0]["evidence"] == 2 and saved[0]["minimum"] == 5 and saved[1]["explanation"] == slow.explanation
+    table = verdicts.verdict_table([few, slow])
+    page, text = table._repr_html_(), table._repr_markdown_()
+    assert ">09-ratio<" in page and "Rule: at least 5 runs" in page and f'id="{reporting.claim_anchor(few.claim)}"' in page
+    assert "Why 2 of the 2 verdicts are not reproduced" in page and "another machine" in text.split("Why 2 of")[1]
+    listed = verdicts.claims_by_scale({"book": tmp_path})
+    assert list(listed["id"]) == ["09-ratio", "09-time"] and list(listed["book"]) == [NOT_RUN, DIFFERS]
+    with pytest.raises(KeyError, match="not declared"):
+        book.claim("09-nothing", ours="", holds=None)
+    with pytest.raises(ValueError, match="ids must be unique"):
+        verdicts.ClaimBook("09", pd.concat([book.table, book.table], ignore_index=True))
