@@ -498,3 +498,20 @@ def test_the_revalidation_sample_is_never_below_its_share(n, strata):
     cells = [{"key": str(i), "provenance": {"code": f"c{i % strata}", "config": {}}} for i in range(n)]
     sample = experiments.revalidation_sample(cells)
     assert len(sample) >= min(n, max(3, math.ceil(0.05 * n))) and len({c["key"] for c in sample}) == len(sample)
+
+
+def test_revalidate_judges_each_version_of_the_code_on_its_own_sample(tmp_path, monkeypatch):
+    """Cells of an older version that moved stay stale; the cells of the version that reproduces are
+    re-stamped, each with the sample of its own version."""
+    _filled(tmp_path, monkeypatch, n=20)
+    older = _probe_module(tmp_path, monkeypatch, PROBE.replace("x * 2", "x * 2 + 1"))  # another version
+    store = ResultStore(tmp_path / "store")
+    run_grid(older.cell, [{"x": x} for x in range(20, 40)], cache=store, progress=False)
+    module = _probe_module(tmp_path, monkeypatch, PROBE.replace("x * 2", "x + x"))
+    store = ResultStore(tmp_path / "store")
+    report = experiments.revalidate(store, module.cell)
+    assert report["stale"] == 40 and report["sampled"] == 6 and len(report["differs"]) == 3
+    assert list(report["kept"].values()) == ["a sampled cell differs"] and report["restamped"] == 17
+    restamped = [c for c in store.all_cells(module.cell) if "revalidated" in c["provenance"]]
+    assert {c["provenance"]["config"]["x"] < 20 for c in restamped} == {True}
+    assert {len(c["provenance"]["revalidated"]["sample"]) for c in restamped} == {3}

@@ -960,12 +960,16 @@ def revalidate(chapters_: list[str] | None = None, scale: str = "paper", **optio
 def _revalidation_text(report: dict) -> str:
     if not report["stale"]:
         return "nothing stale"
+    reproduce = report["sampled"] - len(report["inconclusive"]) - len(report["differs"])
+    text = f"{report['stale']} stale, {reproduce} of {report['sampled']} sampled cells reproduce"
+    if report["inconclusive"]:
+        text += f" ({len(report['inconclusive'])} decided by a limit)"
+    text += f"; {report['restamped']} re-stamped"
+    if report["kept"]:
+        text += "; kept stale: " + "; ".join(f"the cells of {old[:8]} ({why})" for old, why in report["kept"].items())
     if report["differs"]:
-        return (f"{report['stale']} stale, {len(report['differs'])} of {report['sampled']} sampled cells differ, "
-                "nothing re-stamped: " + "; ".join(f"{k[:8]} {d[0]}" for k, d in list(report["differs"].items())[:5]))
-    limited = f" ({len(report['inconclusive'])} more decided by a limit)" if report["inconclusive"] else ""
-    return (f"{report['stale']} stale, {report['sampled'] - len(report['inconclusive'])} sampled cells reproduce"
-            f"{limited}; {report['restamped']} re-stamped")
+        text += "; differ: " + "; ".join(f"{k[:8]} {d[0]}" for k, d in list(report["differs"].items())[:5])
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -640,46 +640,58 @@ def revalidation_sample(cells: list[dict], *, fraction: float = 0.05, minimum: i
 def revalidate(store: "ResultStore", func: Callable, *, configs: Iterable[dict] | None = None, fraction: float = 0.05,
                minimum: int = 3, random_state: int = 0, n_jobs: int = 1, tolerance: float = TOLERANCE) -> dict:
     """After a change of code that should not move results: compute a stratified random sample of
-    `func`'s stale cells again (:func:`revalidation_sample`) and, if every one reproduces
-    (:func:`differences`), re-stamp the other stale cells with the current code's fingerprint; their
-    provenance keeps everything else and gains ``revalidated`` (the old fingerprint, the date, the sample's
-    keys). `configs`: only the stale cells of these configurations (a chapter's current grids; cells of
-    configurations no grid has any more are left as they are). If any sampled cell differs, nothing is
-    re-stamped; a sampled cell that a limit decided, before or
-    now (:func:`limited`), is no evidence either way (``inconclusive``). The sampled cells are stored as
-    computed now either way. Returns ``{"stale", "sampled", "differs": {key: [differences]}, "inconclusive",
-    "restamped"}``."""
+    `func`'s stale cells again and re-stamp the other stale cells with the current code's fingerprint where
+    the sample reproduces (:func:`differences`); their provenance keeps everything else and gains
+    ``revalidated`` (the old fingerprint, the date, the sample's keys).
+
+    The stale cells are judged per version of the code that computed them (their old fingerprint): each
+    version gets its own sample (:func:`revalidation_sample`), and a version is re-stamped only if every
+    sampled cell of it reproduces and at least one of them decides (a cell that a limit decided, before or
+    now, :func:`limited`, is no evidence either way: ``inconclusive``). One version that moved thus keeps
+    its own cells stale without holding back the others. `configs`: only the stale cells of these
+    configurations (a chapter's current grids; cells of configurations no grid has any more are left as
+    they are). The sampled cells are stored as computed now either way. Returns ``{"stale", "sampled",
+    "differs": {key: [differences]}, "inconclusive", "kept": {old fingerprint: why}, "restamped"}``."""
     code = code_fingerprint(func)
     keys = None if configs is None else {config_key(func, c) for c in configs}
     stale = [c for c in store.all_cells(func) if c["provenance"]["code"] != code and (keys is None or c["key"] in keys)]
     report = {"function": func.__name__, "stale": len(stale), "sampled": 0, "differs": {}, "inconclusive": [],
-              "restamped": 0}
-    if not stale:
-        return report
-    sample = revalidation_sample(stale, fraction=fraction, minimum=minimum, random_state=random_state)
+              "kept": {}, "restamped": 0}
+    versions = {}
+    for cell in stale:
+        versions.setdefault(cell["provenance"]["code"], []).append(cell)
+    sample = [c for cells in versions.values()
+              for c in revalidation_sample(cells, fraction=fraction, minimum=minimum, random_state=random_state)]
     again = joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(compute_cell)(func, c["provenance"]["config"])
                                            for c in sample)
-    report["sampled"] = len(sample)
+    report["sampled"], decided = len(sample), set()
     for cell, new in zip(sample, again):
         store.put(func, cell["provenance"]["config"], new)
+        old = cell["provenance"]["code"]
         if limited(cell["result"]) or limited(stored_form(new["result"])):  # a limit decided: no evidence either way
             report["inconclusive"].append(cell["key"])
             continue
         found = differences(cell["result"], stored_form(new["result"]), tolerance=tolerance)
         if found:
             report["differs"][cell["key"]] = found
-    if report["differs"]:
-        return report
-    stamp = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-             "sample": [c["key"] for c in sample], "of": len(stale), "tolerance": tolerance}
+            report["kept"][old] = "a sampled cell differs"
+        decided.add(old)
+    for old in set(versions) - decided:
+        report["kept"].setdefault(old, "no sampled cell decides (a limit decided each)")
+    stamp = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "tolerance": tolerance}
     sampled = {c["key"] for c in sample}
-    for cell in stale:
-        if cell["key"] not in sampled:
-            provenance = {**cell["provenance"], "code": code,
-                          "revalidated": {**stamp, "from": cell["provenance"]["code"]}}
-            store.put(func, cell["provenance"]["config"], {"result": cell["result"], "provenance": provenance})
-            report["restamped"] += 1
-    store.compact(func)
+    for old, cells in versions.items():
+        if old in report["kept"]:
+            continue
+        keys_of = [c["key"] for c in sample if c["provenance"]["code"] == old]
+        for cell in cells:
+            if cell["key"] not in sampled:
+                provenance = {**cell["provenance"], "code": code,
+                              "revalidated": {**stamp, "sample": keys_of, "of": len(cells), "from": old}}
+                store.put(func, cell["provenance"]["config"], {"result": cell["result"], "provenance": provenance})
+                report["restamped"] += 1
+    if report["restamped"]:
+        store.compact(func)
     return report
 
 
