@@ -493,3 +493,21 @@ def test_tuning_cells_run_one_setting_and_the_frame_scores_them(prep, monkeypatc
                                tau=0.7)
     cell = cells[[c["setting"] for c in grid.configs].index({"tau": 0.7})]
     np.testing.assert_allclose(cell["x"], direct.x)
+
+
+def test_vr_by_retraining_scores_the_same_counterfactuals_under_both_protocols(prep, experiment, monkeypatch):
+    idx, cells, methods = experiment
+    always_one = torch.nn.Sequential(torch.nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        always_one[0].weight.zero_()
+        always_one[0].bias.fill_(5.0)
+    code = dict(prep, retrained=[always_one])
+    monkeypatch.setattr(CH, "prepare", lambda *args, code_width=False: code if code_width else prep)
+    S = dict(epochs={}, n_both=1, n_loo=0, networks="train")
+    frame = CH.vr_by_retraining(S, {DATASET: prep}, {DATASET: list(idx)}, {DATASET: cells}).set_index("method")
+    assert list(frame.index) == list(methods) and (frame["vr (authors' code)"] == 100).all()
+    for method in methods:
+        C = np.array([c["ce"][method] for c in cells], float)
+        expected = 100 * (model_predict(prep["model"], C) == 1).mean()
+        assert frame.loc[method, "vr (paper's text)"] == pytest.approx(expected)
+    assert CH.vr_by_retraining(S, {"carla/adult": prep}, {"carla/adult": list(idx)}, {"carla/adult": cells}).empty

@@ -424,7 +424,7 @@ def tuning_frame(grid: experiments.Grid, cells: list, preps: dict, tuners: dict)
     (``vr eval``), vΔ and normalised l1, over the found counterfactuals."""
     groups: dict = {}
     for config, cell in zip(grid.configs, cells):
-        if cell is not None:
+        if cell is not None and config["dataset"] in tuners:
             key = (config["dataset"], config["method"], tuple(sorted(config["setting"].items())))
             groups.setdefault(key, []).append((config["index"], cell["x"]))
     rows = []
@@ -436,6 +436,13 @@ def tuning_frame(grid: experiments.Grid, cells: list, preps: dict, tuners: dict)
         rows.append(dict(dataset=short(ds), method=method, setting=dict(setting), n=len(found), found=m["found"],
                          **{"vr tune": tune, "vr eval": m["vr"], "vΔ": m["vΔ"], "l1": m["l1"]}))
     return pd.DataFrame(rows)
+
+
+def tuning_grid_table() -> pd.DataFrame:
+    """:data:`TUNING` as a table: per method, the grid searched, its size and where the ranges come from."""
+    return pd.DataFrame([{"method": m, "grid": "; ".join(f"{k} ∈ {{{', '.join(f'{v:g}' for v in vs)}}}"
+                                                          for k, vs in t["grid"].items()),
+                          "settings": len(tuning_settings(m)), "source": t["source"]} for m, t in TUNING.items()])
 
 
 def choose_settings(frame: pd.DataFrame) -> pd.DataFrame:
@@ -466,14 +473,15 @@ def vr_by_retraining(settings: dict, preps: dict, indices: dict, results: dict) 
     for ds, cells in results.items():
         if ds not in RETRAINED_WIDTH_IN_CODE or not cells or preps.get(ds) is None:
             continue
-        code = prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"], settings["networks"],
-                       code_width=True)
+        retrained = {name: prepare(ds, settings["epochs"].get(ds), settings["n_both"], settings["n_loo"],
+                                   settings["networks"], code_width=code_width)["retrained"]
+                     for name, code_width in RETRAINING.items()}
         F = factuals(preps[ds])[np.asarray(indices[ds])]
         for method in cells[0]["ce"]:
             C = np.array([np.full(F.shape[1], np.nan) if r["ce"].get(method) is None else r["ce"][method]
                           for r in cells], float)
-            vr = {name: evaluate(preps[ds]["model"], F, C, delta=DELTAS[ds], retrained=p["retrained"])["vr"]
-                  for name, p in (("paper", preps[ds]), ("code", code))}
+            vr = {name: evaluate(preps[ds]["model"], F, C, delta=DELTAS[ds], retrained=nets)["vr"]
+                  for name, nets in retrained.items()}
             rows.append({"dataset": short(ds), "method": method, "vr (paper's text)": vr["paper"],
                          "vr (authors' code)": vr["code"], "change": vr["code"] - vr["paper"]})
     return pd.DataFrame(rows)
