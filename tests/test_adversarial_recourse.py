@@ -52,7 +52,7 @@ def test_first_order_perturbation_has_length_rho_and_lowers_the_margin(mlp):
 def test_matches_the_authors_code_on_a_fixed_small_case(moons):
     """Their ``recourse.DifferentiableRecourse`` (RicardoDominguez/AdversariallyRobustRecourse, default
     hyperparameters, robust=True, [0, 1] box), run by ``benchmarks/baselines.py``'s ``Float32Logit`` on this
-    network, returned these points (float32); ours runs in float64."""
+    network, returned these points (float32, as ours by default)."""
     mlp, X0 = moons
     theirs = {(0, 0.1): [0.681188702583313, 0.5143009424209595],
               (1, 0.6): [0.9087576866149902, 0.0],
@@ -60,7 +60,7 @@ def test_matches_the_authors_code_on_a_fixed_small_case(moons):
     for (i, rho), x in theirs.items():
         res = adversarial_recourse(mlp, X0[i], rho=rho, target=1)
         np.testing.assert_allclose(res.x, x, atol=1e-6)
-        assert res.valid and res.robust_by_attack and res.status == "converged"
+        assert res.valid and res.robust_by_attack and res.status == "converged" and not res.diverged
 
 
 def test_an_accepted_point_survives_its_perturbation_and_is_valid(mlp):
@@ -95,6 +95,23 @@ def test_without_an_accepted_iterate_the_factual_is_returned_invalid(moons):
     assert res.status == "round_limit" and not res.robust_by_attack and not res.valid
     np.testing.assert_array_equal(res.x, X0[0])
     assert res.distance == 0.0 and res.rounds == 1
+
+
+def test_a_saturated_float32_gradient_ends_the_run_without_recourse_as_in_the_authors_code():
+    """A step that takes the logit past ~17 saturates float32's sigmoid: the first-order step normalises a zero
+    gradient (NaN), so nothing is accepted and the factual comes back, invalid."""
+    net = torch.nn.Sequential(torch.nn.Linear(1, 1)).double()
+    with torch.no_grad():
+        net[0].weight.fill_(1000.0)
+        net[0].bias.fill_(-10.0)
+    res = adversarial_recourse(net, np.array([0.0]), rho=0.1)
+    assert res.diverged and not res.valid and res.status == "round_limit" and res.x.tolist() == [0.0]
+    gentle = torch.nn.Sequential(torch.nn.Linear(1, 1)).double()
+    with torch.no_grad():
+        gentle[0].weight.fill_(4.0)
+        gentle[0].bias.fill_(-1.0)
+    ok = adversarial_recourse(gentle, np.array([0.0]), rho=0.1)
+    assert ok.valid and not ok.diverged and 4 * ok.x[0] - 1 >= 0.4 - 1e-6  # linear: robust in the whole ball
 
 
 def test_a_torch_sequential_with_a_sigmoid_output_is_run_on_its_logit(mlp):

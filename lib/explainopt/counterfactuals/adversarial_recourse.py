@@ -15,11 +15,15 @@ Before every step the iterate is accepted when the model predicts the target bot
 and returns the factual itself (the authors' code returns the zero action): it is then *invalid*, which is
 how the baseline of Maragno et al.'s Table 3 can be invalid.
 
-Defaults are the authors' (``utils.get_recourse_hyperparams`` of ``RicardoDominguez/AdversariallyRobustRecourse``:
+Defaults are the authors' (float32, ``utils.get_recourse_hyperparams`` of ``RicardoDominguez/AdversariallyRobustRecourse``:
 lr 0.1, lambd_init 1.0, decay_rate 0.9, inner_iters 50, outer_iters 100; ``recourse.DifferentiableRecourse``
-with ``robust=True``, the first-order inner maximisation, no early stopping). Where we differ: float64
-instead of float32; a zero gradient gives ``s = 0`` where theirs divides by zero (NaN); a target of class 0
-flips the sign of the logit (their code assumes target 1). The acceptance test only tries ``s(x)``, so
+with ``robust=True``, the first-order inner maximisation, no early stopping). Their float32 is the default (``dtype``). The NaN
+matters: in float32 the sigmoid saturates once the logit passes about 17, the gradient of the loss is then
+exactly zero, ``s = rho * 0 / 0`` is NaN and so is every later iterate, and the method ends with the factual,
+invalid; Adam's first steps (lr 0.1) can overshoot that far (``benchmarks/baselines.py`` found it in 3 of
+Table 3's 80 cells, banknote at rho = 0.2, where float64 finds a recourse). Where we differ: a run whose
+iterate became NaN stops there (theirs runs on, NaN, to its last round); a target of class 0 flips the sign
+of the logit (their code assumes target 1). The acceptance test only tries ``s(x)``, so
 nothing here is a certificate: :func:`explainopt.counterfactuals.regions.certify_region` checks a returned
 point exactly. ``benchmarks/baselines.py --authors-dominguez PATH`` runs their code beside this one.
 
@@ -51,7 +55,8 @@ class AdversarialRecourse(Counterfactual):
     :data:`~.gradient.GRADIENT_SOLVER`. valid: the model itself predicts `target` at x; robust_by_attack:
     x was accepted, i.e. the first-order perturbation s(x) did not flip it (the method's own, heuristic,
     robustness check); lam: the cost multiplier of the round that accepted x (the last round's otherwise);
-    rounds: rounds begun; distance: l1 distance to the factual.
+    rounds: rounds begun; distance: l1 distance to the factual; diverged: the iterate became NaN (the first-order
+    step normalised a zero gradient: module docstring), which ended the run without recourse.
     """
 
     target: int = 1
@@ -60,26 +65,31 @@ class AdversarialRecourse(Counterfactual):
     distance: float = float("nan")
     lam: float = float("nan")
     rounds: int = 0
+    diverged: bool = False
 
 
 def continued_rounds(loss: Callable[[float], Loss], accept: Callable[[np.ndarray], bool], x0,
                      multipliers: Iterable[float], *, lower=0.0, upper=1.0, learning_rate: float = 0.01,
-                     steps: int = 300) -> Rounds:
+                     steps: int = 300, dtype=torch.float64) -> Rounds:
     """One Adam run on ``x`` from `x0`: `steps` steps on ``loss(lam)`` for each multiplier ``lam`` in turn,
     ``x`` and Adam's moments carried over (where :func:`~.gradient.multiplier_rounds` restarts from `x0`);
     before every step ``accept(x)``, and the first accepted ``x`` is returned (else the last iterate, never
-    tested). ``x`` is clamped to ``[lower, upper]`` after each step, as in :func:`~.gradient.descend`.
-    rounds: the multipliers begun."""
+    tested). ``x`` is clamped to ``[lower, upper]`` after each step, as in :func:`~.gradient.descend`; an
+    iterate that is not finite ends the run unaccepted (nothing after it can be). rounds: the multipliers begun;
+    dtype: of ``x`` (the float64 arrays passed to `accept` are its values)."""
     x0 = np.asarray(x0, float)
-    lo, hi = (torch.as_tensor(np.broadcast_to(np.asarray(b, float), x0.shape).copy()) for b in (lower, upper))
-    x = torch.as_tensor(x0).clone().requires_grad_(True)
+    lo, hi = (torch.as_tensor(np.broadcast_to(np.asarray(b, float), x0.shape).copy(), dtype=dtype)
+              for b in (lower, upper))
+    x = torch.as_tensor(x0, dtype=dtype).clone().requires_grad_(True)
     opt = torch.optim.Adam([x], lr=learning_rate)
     lam, rounds = None, 0
     for lam in multipliers:
         rounds += 1
         at = loss(lam)
         for _ in range(steps):
-            point = x.detach().numpy().copy()
+            point = x.detach().numpy().astype(float)
+            if not np.isfinite(point).all():
+                return Rounds(point, lam, False, rounds)
             if accept(point):
                 return Rounds(point, lam, True, rounds)
             value = at(x)
@@ -88,33 +98,35 @@ def continued_rounds(loss: Callable[[float], Loss], accept: Callable[[np.ndarray
             opt.step()
             with torch.no_grad():
                 x.clamp_(lo, hi)
-    return Rounds(x.detach().numpy().copy() if rounds else None, lam, False, rounds)
+    return Rounds(x.detach().numpy().astype(float) if rounds else None, lam, False, rounds)
 
 
 def bce_towards(net, x, target: int):
-    """Binary cross-entropy of the network's logit at `x` (rows) towards `target`, summed over rows."""
-    sign = 1.0 if target == 1 else -1.0
-    return torch.nn.functional.softplus(-sign * net(x)).sum()
+    """Binary cross-entropy of the network's logit at `x` (rows) towards `target`, summed over rows: torch's
+    ``binary_cross_entropy_with_logits``, as the authors' code, whose gradient ``sigmoid(z) - target``
+    saturates (module docstring)."""
+    z = net(x).reshape(-1)
+    return torch.nn.functional.binary_cross_entropy_with_logits(z, torch.full_like(z, float(target)), reduction="sum")
 
 
 def first_order_perturbation(net, x, *, rho: float, target: int):
     """``s(x) = rho * g / ||g||_2`` with ``g`` the gradient of :func:`bce_towards` at `x` (module docstring);
-    zero where ``g`` is zero."""
+    NaN where ``g`` is zero, as in the authors' code (module docstring)."""
     x = x.detach().clone().requires_grad_(True)
     (g,) = torch.autograd.grad(bce_towards(net, x, target), x)
-    norm = torch.linalg.vector_norm(g)
-    return torch.zeros_like(g) if norm == 0 else rho * g / norm
+    return rho * g / torch.linalg.vector_norm(g)
 
 
 def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lower=0.0, upper=1.0,
                          lam: float = 1.0, lam_growth: float = 0.9, rounds: int = 100, steps: int = 50,
-                         learning_rate: float = 0.1) -> AdversarialRecourse:
+                         learning_rate: float = 0.1, dtype=torch.float32) -> AdversarialRecourse:
     """Dominguez-Olmedo et al.'s Algorithm 1 (module docstring) for `model` at `x0` with l2 radius `rho`.
 
     lam: the first multiplier of the l1 cost (``lambd_init``); lam_growth: its factor per round
     (``decay_rate``); rounds: ``outer_iters``; steps: Adam steps per round (``inner_iters``);
     learning_rate: Adam's (``lr``). target: default the class other than the model's prediction at `x0`.
-    lower, upper: the feature box (scalars or per feature).
+    lower, upper: the feature box (scalars or per feature). dtype: the precision of the network and the
+    iterate (float32: the authors' code's, with its saturation; module docstring).
     """
     if not rho > 0:
         raise ValueError(f"rho must be positive, got {rho!r}")
@@ -122,9 +134,9 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
     if model_family(model) != "network":
         raise TypeError(f"adversarial_recourse needs a ReLU MLPClassifier or a torch nn.Sequential, got "
                         f"{type(model).__name__}")
-    net = torch_network(model)
+    net = torch_network(model).to(dtype)
     x0 = check_factual(x0, net[0].in_features)
-    x0_t = torch.as_tensor(x0, dtype=torch.float64)
+    x0_t = torch.as_tensor(x0, dtype=dtype)
     if target is None:
         target = 1 - int(model_predict(model, x0)[0])
     sign = 1.0 if target == 1 else -1.0
@@ -135,16 +147,18 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
             return bce_towards(net, x + s, target) + lam * torch.sum(torch.abs(x - x0_t))
         return at
 
-    def accepted(x) -> bool:  # the target at x and at x + s(x)
-        x = torch.as_tensor(x)
+    def accepted(x) -> bool:  # the target at x and at x + s(x) (False when s(x) is NaN)
+        x = torch.as_tensor(x, dtype=dtype)
         s = first_order_perturbation(net, x, rho=rho, target=target)
         with torch.no_grad():
             return sign * float(net(x).sum()) >= 0 and sign * float(net(x + s).sum()) >= 0
 
     found = continued_rounds(loss, accepted, x0, growing(lam, lam_growth, rounds), lower=lower, upper=upper,
-                             learning_rate=learning_rate, steps=steps)
+                             learning_rate=learning_rate, steps=steps, dtype=dtype)
     x = found.x if found.accepted else x0.copy()
+    diverged = found.x is not None and not np.isfinite(found.x).all()
     return AdversarialRecourse(
         x, "converged" if found.accepted else "round_limit", time.perf_counter() - start, GRADIENT_SOLVER,
         target=target, valid=bool(model_predict(model, x)[0] == target), robust_by_attack=found.accepted,
-        distance=l1(x, x0), lam=float("nan") if found.lam is None else float(found.lam), rounds=found.rounds)
+        distance=l1(x, x0), lam=float("nan") if found.lam is None else float(found.lam), rounds=found.rounds,
+        diverged=diverged)
