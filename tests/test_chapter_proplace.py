@@ -422,3 +422,94 @@ def test_the_inner_check_reads_not_run_without_cells_and_a_toy_cell_matches_the_
     assert [r["net"] for r in cell] == ["toy", "toy"]
     rows, summary = CH.inner_problem_frame(stored_form(cell))
     assert rows["exact"].all() and summary.loc["toy", "points"] == 2
+
+
+# ------------------------------------------------------------ tuning for vr and retraining (issue 27)
+
+
+def test_every_tuned_method_names_its_sources_and_its_grid_names_are_the_methods_options():
+    import inspect
+
+    from explainopt.counterfactuals import baselines, proto, rbr, roar
+
+    functions = {"MILP-R": baselines.milp_r, "RobX": baselines.robx, "WCE": baselines.wachter,
+                 "ROAR": roar.roar, "Proto-R": proto.proto_r, "RBR": rbr.rbr}
+    assert set(CH.TUNING) == set(CH.METHODS)
+    for method, spec in CH.TUNING.items():
+        assert len(spec["source"]) > 20 and all(len(v) >= 2 for v in spec["grid"].values()), method
+        if method in functions:
+            assert set(spec["grid"]) <= set(inspect.signature(functions[method]).parameters), method
+    assert CH.TUNING["PROPLACE"]["grid"] == {"k": [10, 20, 23, 30]}
+    assert len(CH.tuning_settings("RBR")) == 6 and CH.tuning_settings("RBR")[0] == {"delta_plus": 0.5, "eps_pe": 0.5}
+    with pytest.raises(ValueError, match="method"):
+        CH.tuning_settings("LIME")
+
+
+def test_the_networks_that_tune_are_disjoint_from_those_that_evaluate():
+    evaluating = CH.network_configs(DATASET, None, 10, 10)[1:]
+    tuning = CH.tuning_network_configs(DATASET, None, 10, 10)
+    assert len(tuning) == len(evaluating) == 20
+    assert not {(c["role"], c["seed"]) for c in tuning} & {(c["role"], c["seed"]) for c in evaluating}
+    assert [(c["role"], c["width"], c["epochs"]) for c in tuning] == [(c["role"], c["width"], c["epochs"])
+                                                                      for c in evaluating]
+
+
+def test_the_paper_scale_grids_hold_the_tuning_and_the_other_retraining_protocol(prep):
+    S = dict(datasets=[DATASET], epochs={}, n_both=1, n_loo=1, n_factuals=2, methods=["WCE", "RobX"],
+             networks="train", n_inner=1, tuning=True)
+    G = CH.grids(S, preps={DATASET: prep})
+    widths = [c["width"] for c in G["tuning_networks"].configs]
+    assert widths == [20, 20, 50, 50]  # compas: the tuning networks, then the authors' code's width 50
+    assert len(G["tuning"]) == 2 * (len(CH.tuning_settings("WCE")) + len(CH.tuning_settings("RobX")))
+    assert [c["index"] for c in G["tuning"].configs[:7]] == [G["tuning"].configs[0]["index"]] * 7  # factual-major
+    assert len(CH.grids(dict(S, tuning=False), preps={DATASET: prep})["tuning"]) == 0
+
+
+def test_choose_settings_takes_the_highest_vr_on_the_tuning_networks_and_shows_the_papers_choice():
+    frame = pd.DataFrame([
+        dict(dataset="compas", method="ROAR", setting={"delta_max": 0.01}, **{"vr tune": 80.0, "vr eval": 90.0},
+             vΔ=10.0, l1=0.1),
+        dict(dataset="compas", method="ROAR", setting={"delta_max": 0.1}, **{"vr tune": 95.0, "vr eval": 85.0},
+             vΔ=40.0, l1=0.3),
+        dict(dataset="compas", method="ROAR", setting={"delta_max": 0.2}, **{"vr tune": 95.0, "vr eval": 80.0},
+             vΔ=50.0, l1=0.4),
+    ])
+    row = CH.choose_settings(frame).iloc[0]
+    assert row["chosen"] == {"delta_max": 0.1} and row["vr"] == 85.0 and row["l1"] == 0.3  # tie: the lower l1
+    assert row["chosen on evaluation"] == {"delta_max": 0.01} and row["vr (chosen on evaluation)"] == 90.0
+    assert row["grid"] == CH.TUNING["ROAR"]["grid"]
+
+
+def test_tuning_cells_run_one_setting_and_the_frame_scores_them(prep, monkeypatch):
+    monkeypatch.setattr(CH, "prepare", lambda *args, **kw: prep)
+    monkeypatch.setattr(CH, "robust_neighbours",
+                        lambda *args: RobustNeighbours(prep["model"], prep["split"]["X1"], delta=0.025))
+    S = dict(datasets=[DATASET], epochs={}, n_both=0, n_loo=1, n_factuals=2, methods=["RobX"], networks="train",
+             n_inner=1, tuning=True)
+    grid = CH.grids(S, preps={DATASET: prep})["tuning"]
+    cells = [CH.tuning_cell(**c) for c in grid.configs]
+    frame = CH.tuning_frame(grid, cells, {DATASET: prep}, {DATASET: [prep["model"]]})
+    assert len(frame) == len(CH.tuning_settings("RobX")) and (frame["n"] == 2).all()
+    assert (frame["vr tune"] == frame["vr eval"]).all()  # the same network tunes and evaluates here
+    direct = CH.baselines.robx(prep["model"], CH.factuals(prep)[grid.configs[0]["index"]], prep["split"]["X1"],
+                               tau=0.7)
+    cell = cells[[c["setting"] for c in grid.configs].index({"tau": 0.7})]
+    np.testing.assert_allclose(cell["x"], direct.x)
+
+
+def test_vr_by_retraining_scores_the_same_counterfactuals_under_both_protocols(prep, experiment, monkeypatch):
+    idx, cells, methods = experiment
+    always_one = torch.nn.Sequential(torch.nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        always_one[0].weight.zero_()
+        always_one[0].bias.fill_(5.0)
+    code = dict(prep, retrained=[always_one])
+    monkeypatch.setattr(CH, "prepare", lambda *args, code_width=False: code if code_width else prep)
+    S = dict(epochs={}, n_both=1, n_loo=0, networks="train")
+    frame = CH.vr_by_retraining(S, {DATASET: prep}, {DATASET: list(idx)}, {DATASET: cells}).set_index("method")
+    assert list(frame.index) == list(methods) and (frame["vr (authors' code)"] == 100).all()
+    for method in methods:
+        C = np.array([c["ce"][method] for c in cells], float)
+        expected = 100 * (model_predict(prep["model"], C) == 1).mean()
+        assert frame.loc[method, "vr (paper's text)"] == pytest.approx(expected)
+    assert CH.vr_by_retraining(S, {"carla/adult": prep}, {"carla/adult": list(idx)}, {"carla/adult": cells}).empty

@@ -68,6 +68,26 @@ def test_multiplier_rounds_stops_at_the_first_accepted_point():
     assert none.x is None and none.lam is None and not none.accepted
 
 
+def test_continued_rounds_carries_x_across_multipliers_and_tests_before_every_step():
+    seen, tested = [], []
+
+    def loss(lam):
+        seen.append(lam)
+        return lambda x: ((x - lam) ** 2).sum()
+
+    def accept(x):
+        tested.append(float(x[0]))
+        return x[0] > 0.35
+
+    found = A.continued_rounds(loss, accept, np.zeros(1), [0.2, 0.4, 0.8], learning_rate=0.05, steps=200)
+    assert found.accepted and found.lam == 0.4 and found.rounds == 2 and seen == [0.2, 0.4]
+    assert tested[0] == 0.0 and found.x[0] > 0.35 and tested[-1] == found.x[0]
+    assert len(tested) > 200 and tested[200] == pytest.approx(tested[199], abs=0.06)  # no restart from x0
+    never = A.continued_rounds(loss, lambda x: False, np.zeros(1), [0.1], steps=3)
+    assert not never.accepted and never.rounds == 1 and never.x is not None
+    assert A.continued_rounds(loss, accept, np.zeros(1), []).x is None
+
+
 def _methods(moons):
     X, mlp, net, x0 = moons
     return {
@@ -75,7 +95,7 @@ def _methods(moons):
         "roar_style": (B.roar_style, lambda **kw: B.roar_style(net, x0, delta=0.02, **kw)),
         "roar": (R.roar, lambda **kw: R.roar(net, x0, X, delta_max=0.05, n_samples=500, **kw)),
         "adversarial_recourse": (A.adversarial_recourse,
-                                 lambda **kw: A.adversarial_recourse(mlp, x0, rho=0.05, inner_steps=5, **kw)),
+                                 lambda **kw: A.adversarial_recourse(mlp, x0, rho=0.05, rounds=2, **kw)),
     }
 
 
@@ -98,7 +118,13 @@ def test_the_methods_run_on_the_core_and_name_one_solver(moons, monkeypatch):
         descents.append(kw)
         return original(loss, x0, **kw)
 
+    def spy_continued(loss, accept, x0, multipliers, **kw):
+        descents.append(kw)
+        return original_continued(loss, accept, x0, multipliers, **kw)
+
+    original_continued = A.continued_rounds
     monkeypatch.setattr(G, "descend", spy)
+    monkeypatch.setattr(A, "continued_rounds", spy_continued)
     for name, (_, run) in _methods(moons).items():
         descents.clear()
         res = run(steps=7, learning_rate=0.02)

@@ -147,6 +147,10 @@ def test_metrics(moons, factuals):
     C = np.vstack([factuals[:2], np.full((1, 2), np.nan)])
     m = P.evaluate(net, factuals, C, delta=DELTA, retrained=[net], lof=lof)
     assert m["found"] == pytest.approx(200 / 3) and m["validity"] == 0 and m["vr"] == 0 and m["l1"] == 0
+    assert m["outside"] == 0
+    out = np.vstack([factuals[:1], [[-0.5, 0.5]]])  # a point outside [0, 1]: vΔ is over the one inside
+    m = P.evaluate(net, factuals[:2], out, delta=DELTA)
+    assert m["outside"] == 50 and m["vΔ"] == 100.0 * delta_robust(net, factuals[:1], delta=DELTA).mean()
     assert l1_distance([1, 0], [0, 0]) == 0.5
 
 

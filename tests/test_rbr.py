@@ -1,4 +1,5 @@
-"""Robust Bayesian Recourse (Nguyen et al. 2022): the closed-form worst case, the projection, the recourse."""
+"""Robust Bayesian Recourse (Nguyen et al. 2022) as its reference code runs it: boundary point, samples,
+projection, the recourse."""
 
 import cvxpy as cp
 import numpy as np
@@ -10,59 +11,71 @@ from explainopt.counterfactuals import rbr as R
 from explainopt.encoders import model_predict
 
 
-def kernel_log(r, sigma):
-    return -r ** 2 / (2 * sigma ** 2)
+@pytest.fixture(scope="module")
+def moons():
+    X, y = make_moons(300, noise=0.2, random_state=0)
+    X = (X - X.min(0)) / (X.max(0) - X.min(0))
+    net = train_network(X, y, width=6, epochs=20, random_state=0)
+    return X, net, X[model_predict(net, X) == 0]
 
 
-def test_worst_case_odds_is_the_brute_force_worst_case_of_one_sample_per_class():
-    rng = np.random.default_rng(0)
-    x, xi0, xi1, sigma, eps = rng.uniform(0, 1, 3), rng.uniform(0, 1, 3), rng.uniform(0, 1, 3), 0.5, 0.1
-    f, _ = R.worst_case_odds(x, xi0[None], xi1[None], sigma=sigma, eps_op=eps, eps_pe=eps)
-    u = rng.standard_normal((20000, 3))
-    ball = eps * u / np.linalg.norm(u, axis=1, keepdims=True)  # the sphere: the extremes of a ball lie on it
-    sup0 = kernel_log(np.linalg.norm(x - (xi0 + ball), axis=1), sigma).max()
-    inf1 = kernel_log(np.linalg.norm(x - (xi1 + ball), axis=1), sigma).min()
-    assert sup0 - inf1 <= f + 1e-12 and f - (sup0 - inf1) < 1e-3
-
-
-def test_worst_case_odds_gradient_matches_finite_differences():
-    rng = np.random.default_rng(1)
-    S0, S1, x = rng.uniform(0, 1, (30, 4)), rng.uniform(0, 1, (20, 4)), rng.uniform(0, 1, 4)
-    f, g = R.worst_case_odds(x, S0, S1, sigma=0.7, eps_op=0.05, eps_pe=0.1)
-    h = 1e-6
-    numeric = [(R.worst_case_odds(x + h * e, S0, S1, sigma=0.7, eps_op=0.05, eps_pe=0.1)[0] - f) / h for e in np.eye(4)]
-    assert np.allclose(g, numeric, atol=1e-4)
-
-
-def test_projection_onto_the_l1_ball_and_box_matches_a_convex_solver():
+def test_projection_onto_the_l1_ball_matches_a_convex_solver():
     rng = np.random.default_rng(2)
     for _ in range(5):
-        x0, v, budget = rng.uniform(0, 1, 5), rng.uniform(-0.5, 1.5, 5), rng.uniform(0.05, 1.0)
-        p = R.project_l1_box(v, x0, budget)
+        x0, v, radius = rng.uniform(0, 1, 5), rng.uniform(-0.5, 1.5, 5), rng.uniform(0.05, 1.0)
+        p = R.project_l1(v, x0, radius)
         z = cp.Variable(5)
-        cp.Problem(cp.Minimize(cp.sum_squares(z - v)), [cp.norm1(z - x0) <= budget, z >= 0, z <= 1]).solve()
-        assert np.allclose(p, z.value, atol=1e-5) and np.abs(p - x0).sum() <= budget + 1e-9
+        cp.Problem(cp.Minimize(cp.sum_squares(z - v)), [cp.norm1(z - x0) <= radius]).solve()
+        assert np.allclose(p, z.value, atol=1e-5) and np.abs(p - x0).sum() <= radius + 1e-9
+    inside = x0 + 0.01
+    np.testing.assert_array_equal(R.project_l1(inside, x0, 1.0), inside)
 
 
-def test_rbr_is_valid_within_its_budget_and_the_budget_is_nearly_the_smallest():
-    X, y = make_moons(300, noise=0.2, random_state=0)
-    X = (X - X.min(0)) / (X.max(0) - X.min(0))
-    net = train_network(X, y, width=6, epochs=20, random_state=0)
-    x0 = X[model_predict(net, X) == 0][0]
-    res = R.rbr(net, x0, n_bisection=8)
-    assert res.status == "valid" and model_predict(net, res.x[None])[0] == 1 and res.solver == R.SOLVER
-    assert np.abs(res.x - x0).sum() <= res.budget + 1e-9 and ((res.x >= 0) & (res.x <= 1)).all()
-    S0, S1 = R.rbr_samples(net, x0)
-    smaller, _ = R.rbr_recourse(x0, S0, S1, budget=res.budget - 1.0 / 2 ** 8, eps_pe=0.05)
-    assert model_predict(net, smaller[None])[0] == 0  # one bisection step less budget: not valid
+def test_ball_samples_are_in_the_ball_and_follow_the_seed():
+    center = np.array([0.3, 0.7, 0.5])
+    S = R.ball_samples(center, radius=0.2, n=500, random_state=4)
+    assert S.shape == (500, 3) and (np.linalg.norm(S - center, axis=1) <= 0.2 + 1e-12).all()
+    np.testing.assert_array_equal(S, R.ball_samples(center, radius=0.2, n=500, random_state=4))
+    assert np.linalg.norm(S - center, axis=1).max() > 0.19  # they fill the ball, not a shell inside it
 
 
-def test_rbr_samples_are_labelled_by_the_model_and_widen_until_one_is_favourable():
-    X, y = make_moons(300, noise=0.2, random_state=0)
-    X = (X - X.min(0)) / (X.max(0) - X.min(0))
-    net = train_network(X, y, width=6, epochs=20, random_state=0)
-    x0 = X[model_predict(net, X) == 0][0]
-    S0, S1 = R.rbr_samples(net, x0, perturb_radius=0.01)
-    assert len(S1) and (model_predict(net, S1) == 1).all() and (model_predict(net, S0) == 0).all()
-    with pytest.raises(ValueError, match="class 1"):
-        R.rbr_samples(net, x0, perturb_radius=1e-6, max_doublings=0)
+def test_boundary_point_is_the_closest_first_flip_on_the_segments(moons):
+    X, net, X0 = moons
+    x0 = X0[0]
+    x_b = R.boundary_point(net, x0, X)
+    assert model_predict(net, x_b[None])[0] == 1
+    others = X[model_predict(net, X) == 1]
+    lambdas = np.linspace(0, 1, 100)
+    firsts = []
+    for z in others:  # brute force, one segment at a time
+        pts = (1 - lambdas)[:, None] * x0 + lambdas[:, None] * z
+        firsts.append(pts[np.argmax(model_predict(net, pts) == 1)])
+    assert np.abs(x_b - x0).sum() == pytest.approx(min(np.abs(f - x0).sum() for f in firsts))
+
+
+def test_matches_the_reference_code_on_a_fixed_small_case(moons):
+    """The reference code (``rbr/rbr.py`` of junqi-jiang/proplace, ``run_rbr``'s settings, a fresh
+    ``RandomState(10)`` per factual), run by ``benchmarks/baselines.py``'s ``AuthorsModel`` on this network,
+    returned these points (float32); ours runs in float64."""
+    X, net, X0 = moons
+    theirs = [[0.6256495118141174, 0.5066696405410767], [0.17408478260040283, 0.28166627883911133]]
+    for x0, x in zip(X0[:2], theirs):
+        res = R.rbr(net, x0, X)
+        np.testing.assert_allclose(res.x, x, atol=1e-6)
+        assert res.status == "valid" and res.solver == R.SOLVER
+        assert np.abs(res.x - x0).sum() <= res.budget + 1e-9
+
+
+def test_an_invalid_recourse_is_returned_and_says_so(moons):
+    X, net, X0 = moons
+    res = R.rbr(net, X0[0], X, max_iter=1, delta_plus=0.0, perturb_radius=0.05)
+    assert res.x is not None and res.iterations == 1
+    assert res.status == ("valid" if model_predict(net, res.x[None])[0] == 1 else "not_valid")
+
+
+def test_bad_inputs_are_named(moons):
+    X, net, X0 = moons
+    with pytest.raises(ValueError, match="x0"):
+        R.rbr(net, X0[0, :1], X)
+    with pytest.raises(ValueError, match="labelled otherwise"):
+        R.boundary_point(net, X0[0], X0)

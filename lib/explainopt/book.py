@@ -162,15 +162,17 @@ class ChapterRun:
             "platform": machine(),
         }
 
-    def finish(self, claims: list, tables: dict | None = None):
+    def finish(self, claims: list, tables: dict | None = None, committed_tables: dict | None = None):
         """Save the claims (for the status page) and display the provenance footer. The committed verdicts
-        (``results/<scale>/NN.json``) are written only by a run at the scale's defaults (:func:`off_defaults`);
+        (``results/<scale>/NN.json``) are written only by a run at the scale's defaults (:func:`off_defaults`),
+        with `committed_tables` (small tables that belong with the verdicts, e.g. the settings a tuning chose);
         a run with other parameters says where its own are."""
         prov = self.provenance()
-        saved = reporting.save_chapter_results(self.chapter, claims, prov, tables)
+        saved = reporting.save_chapter_results(self.chapter, claims, prov, {**(tables or {}), **(committed_tables or {})})
         off = off_defaults(self.chapter, self.parameters)
         if self.scale in COMMITTED and not off:  # the verdicts travel with the repository
-            reporting.save_chapter_results(self.chapter, claims, prov, folder=RESULTS / self.scale)
+            reporting.save_chapter_results(self.chapter, claims, prov, committed_tables,
+                                           folder=RESULTS / self.scale)
         elif self.scale in COMMITTED:
             changed = ", ".join(f"`{k}={v!r}`" for k, v in off.items())
             display(Markdown(f"*This run's parameters differ from the {self.scale} scale's defaults ({changed}): "

@@ -1,16 +1,31 @@
-"""Gradient-based adversarially robust recourse, in the style of Dominguez-Olmedo et al. (2021).
+"""Adversarially robust recourse for differentiable classifiers: Algorithm 1 of Dominguez-Olmedo, Karimi
+and Schölkopf (2022), "On the adversarial robustness of causal algorithmic recourse", without a causal
+model (the action is added to the features), as Maragno et al. ran it for their Table 3.
 
-The baseline of Table 3 of Maragno et al.: for a differentiable classifier, find ``x`` close to the
-factual ``x0`` whose prediction stays the target class under every perturbation ``||s||_2 <= rho``, by a
-min-max problem solved with gradients only:
+For a factual ``x0``, a target class and an l2 radius ``rho`` the method minimises
 
-    minimize_x  ||x - x0||_1 + lam * max_{||s|| <= rho} loss(f(x + s), target)
+    BCE(f(x + s(x)), target) + lam * ||x - x0||_1,    s(x) = rho * g / ||g||,  g = d/dx BCE(f(x), target),
 
-The inner maximization is projected gradient ascent over the ball (normalized-gradient steps with a
-random start, then projection); the outer minimization is gradient descent (Adam) on ``x``, projected
-onto the feature domain. The multiplier ``lam`` is doubled until the inner adversary no longer flips the
-prediction. Nothing here is a certificate: :func:`explainopt.counterfactuals.regions.certify_region`
-checks a returned point exactly.
+where ``f`` is the network's logit and ``s(x)`` the first-order (one-step, FGSM-like) approximation of the
+worst perturbation in the ball, held constant in the gradient. Adam on ``x`` from ``x0``, one run throughout
+(:func:`continued_rounds`, the gradient core of :mod:`.gradient` without its restart per multiplier): `steps` steps at each multiplier, the multiplier of the cost
+shrinking by `lam_growth` (< 1) from one round to the next, `rounds` rounds; ``x`` kept in the feature box.
+Before every step the iterate is accepted when the model predicts the target both at ``x`` and at
+``x + s(x)``; the first accepted iterate is the recourse. When none is accepted the method has no recourse
+and returns the factual itself (the authors' code returns the zero action): it is then *invalid*, which is
+how the baseline of Maragno et al.'s Table 3 can be invalid.
+
+Defaults are the authors' (float32, ``utils.get_recourse_hyperparams`` of ``RicardoDominguez/AdversariallyRobustRecourse``:
+lr 0.1, lambd_init 1.0, decay_rate 0.9, inner_iters 50, outer_iters 100; ``recourse.DifferentiableRecourse``
+with ``robust=True``, the first-order inner maximisation, no early stopping). Their float32 is the default (``dtype``). The NaN
+matters: in float32 the sigmoid saturates once the logit passes about 17, the gradient of the loss is then
+exactly zero, ``s = rho * 0 / 0`` is NaN and so is every later iterate, and the method ends with the factual,
+invalid; Adam's first steps (lr 0.1) can overshoot that far (``benchmarks/baselines.py`` found it in 3 of
+Table 3's 80 cells, banknote at rho = 0.2, where float64 finds a recourse). Where we differ: a run whose
+iterate became NaN stops there (theirs runs on, NaN, to its last round); a target of class 0 flips the sign
+of the logit (their code assumes target 1). The acceptance test only tries ``s(x)``, so
+nothing here is a certificate: :func:`explainopt.counterfactuals.regions.certify_region` checks a returned
+point exactly. ``benchmarks/baselines.py --authors-dominguez PATH`` runs their code beside this one.
 
 Accepts the ReLU networks the encoders read (:func:`explainopt.encoders.network_layers`): scikit-learn
 ``MLPClassifier`` and torch ``nn.Sequential``, run as a torch network of their logit.
@@ -20,6 +35,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -27,19 +43,20 @@ import torch
 from ..encoders import model_family, model_predict, torch_network
 from .base import Counterfactual, check_factual
 from .costs import l1
-from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
+from .gradient import GRADIENT_SOLVER, Loss, Rounds, growing
 
 
 @dataclass
 class AdversarialRecourse(Counterfactual):
     """Result of :func:`adversarial_recourse` (fields of :class:`~.base.Counterfactual` first).
 
-    status: ``converged`` (a round's point survived a fresh attack) or ``round_limit`` (every multiplier
-    tried was flipped); solver: :data:`~.gradient.GRADIENT_SOLVER` (Adam outside, projected gradient
-    ascent inside). valid: the model itself predicts `target` at x; robust_by_attack: the inner PGD attack
-    at the end did not flip the prediction (the method's own, heuristic, robustness check); lam: the
-    multiplier used (after a round limit, the next one of the schedule); distance: l1 distance to the
-    factual.
+    x: the accepted iterate, or the factual when none was accepted; status: ``converged`` (an iterate was
+    accepted) or ``round_limit`` (none in `rounds` x `steps` Adam steps); solver:
+    :data:`~.gradient.GRADIENT_SOLVER`. valid: the model itself predicts `target` at x; robust_by_attack:
+    x was accepted, i.e. the first-order perturbation s(x) did not flip it (the method's own, heuristic,
+    robustness check); lam: the cost multiplier of the round that accepted x (the last round's otherwise);
+    rounds: rounds begun; distance: l1 distance to the factual; diverged: the iterate became NaN (the first-order
+    step normalised a zero gradient: module docstring), which ended the run without recourse.
     """
 
     target: int = 1
@@ -47,40 +64,69 @@ class AdversarialRecourse(Counterfactual):
     robust_by_attack: bool = False
     distance: float = float("nan")
     lam: float = float("nan")
+    rounds: int = 0
+    diverged: bool = False
 
 
-def _project_ball(s, rho: float):
-    norm = torch.linalg.vector_norm(s)
-    return s if norm <= rho else s * (rho / norm)
+def continued_rounds(loss: Callable[[float], Loss], accept: Callable[[np.ndarray], bool], x0,
+                     multipliers: Iterable[float], *, lower=0.0, upper=1.0, learning_rate: float = 0.01,
+                     steps: int = 300, dtype=torch.float64) -> Rounds:
+    """One Adam run on ``x`` from `x0`: `steps` steps on ``loss(lam)`` for each multiplier ``lam`` in turn,
+    ``x`` and Adam's moments carried over (where :func:`~.gradient.multiplier_rounds` restarts from `x0`);
+    before every step ``accept(x)``, and the first accepted ``x`` is returned (else the last iterate, never
+    tested). ``x`` is clamped to ``[lower, upper]`` after each step, as in :func:`~.gradient.descend`; an
+    iterate that is not finite ends the run unaccepted (nothing after it can be). rounds: the multipliers begun;
+    dtype: of ``x`` (the float64 arrays passed to `accept` are its values)."""
+    x0 = np.asarray(x0, float)
+    lo, hi = (torch.as_tensor(np.broadcast_to(np.asarray(b, float), x0.shape).copy(), dtype=dtype)
+              for b in (lower, upper))
+    x = torch.as_tensor(x0, dtype=dtype).clone().requires_grad_(True)
+    opt = torch.optim.Adam([x], lr=learning_rate)
+    lam, rounds = None, 0
+    for lam in multipliers:
+        rounds += 1
+        at = loss(lam)
+        for _ in range(steps):
+            point = x.detach().numpy().astype(float)
+            if not np.isfinite(point).all():
+                return Rounds(point, lam, False, rounds)
+            if accept(point):
+                return Rounds(point, lam, True, rounds)
+            value = at(x)
+            opt.zero_grad()
+            value.backward()
+            opt.step()
+            with torch.no_grad():
+                x.clamp_(lo, hi)
+    return Rounds(x.detach().numpy().astype(float) if rounds else None, lam, False, rounds)
 
 
-def worst_perturbation(net, x, *, rho: float, target: int, steps: int = 20, step_size: float | None = None,
-                       generator=None):
-    """Inner maximization: projected gradient ascent of the loss over ``||s||_2 <= rho`` (from a random start)."""
-    sign = 1.0 if target == 1 else -1.0
-    step_size = step_size or 2.5 * rho / steps
-    s = torch.randn(x.shape, dtype=x.dtype, generator=generator)
-    s = _project_ball(s / torch.linalg.vector_norm(s) * rho * 0.5, rho)
-    for _ in range(steps):
-        s.requires_grad_(True)
-        loss = torch.nn.functional.softplus(-sign * net(x + s)).sum()  # BCE with logits towards target
-        (grad,) = torch.autograd.grad(loss, s)
-        with torch.no_grad():
-            s = _project_ball(s + step_size * grad / (torch.linalg.vector_norm(grad) + 1e-12), rho)
-    return s.detach()
+def bce_towards(net, x, target: int):
+    """Binary cross-entropy of the network's logit at `x` (rows) towards `target`, summed over rows: torch's
+    ``binary_cross_entropy_with_logits``, as the authors' code, whose gradient ``sigmoid(z) - target``
+    saturates (module docstring)."""
+    z = net(x).reshape(-1)
+    return torch.nn.functional.binary_cross_entropy_with_logits(z, torch.full_like(z, float(target)), reduction="sum")
+
+
+def first_order_perturbation(net, x, *, rho: float, target: int):
+    """``s(x) = rho * g / ||g||_2`` with ``g`` the gradient of :func:`bce_towards` at `x` (module docstring);
+    NaN where ``g`` is zero, as in the authors' code (module docstring)."""
+    x = x.detach().clone().requires_grad_(True)
+    (g,) = torch.autograd.grad(bce_towards(net, x, target), x)
+    return rho * g / torch.linalg.vector_norm(g)
 
 
 def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lower=0.0, upper=1.0,
-                         lam: float = 0.1, lam_growth: float = 2.0, rounds: int = 12, steps: int = 200,
-                         inner_steps: int = 20, learning_rate: float = 0.01,
-                         random_state: int = 0) -> AdversarialRecourse:
-    """Robust recourse by gradient min-max (Dominguez-Olmedo et al. style; l2 perturbations).
+                         lam: float = 1.0, lam_growth: float = 0.9, rounds: int = 100, steps: int = 50,
+                         learning_rate: float = 0.1, dtype=torch.float32) -> AdversarialRecourse:
+    """Dominguez-Olmedo et al.'s Algorithm 1 (module docstring) for `model` at `x0` with l2 radius `rho`.
 
-    For each multiplier ``lam`` (times `lam_growth` each round, `rounds` of them), run `steps` Adam steps
-    (:func:`~.gradient.multiplier_rounds`) on ``||x - x0||_1 + lam * loss(f(x + s*(x)))`` with ``s*`` from
-    :func:`worst_perturbation` (`inner_steps` ascent steps); stop at the first round whose result is valid
-    and survives a fresh attack. random_state: the integer seed of the attacks' random starts. target:
-    default the class other than the model's prediction at `x0`.
+    lam: the first multiplier of the l1 cost (``lambd_init``); lam_growth: its factor per round
+    (``decay_rate``); rounds: ``outer_iters``; steps: Adam steps per round (``inner_iters``);
+    learning_rate: Adam's (``lr``). target: default the class other than the model's prediction at `x0`.
+    lower, upper: the feature box (scalars or per feature). dtype: the precision of the network and the
+    iterate (float32: the authors' code's, with its saturation; module docstring).
     """
     if not rho > 0:
         raise ValueError(f"rho must be positive, got {rho!r}")
@@ -88,34 +134,31 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
     if model_family(model) != "network":
         raise TypeError(f"adversarial_recourse needs a ReLU MLPClassifier or a torch nn.Sequential, got "
                         f"{type(model).__name__}")
-    net = torch_network(model)
+    net = torch_network(model).to(dtype)
     x0 = check_factual(x0, net[0].in_features)
-    x0_t = torch.as_tensor(x0, dtype=torch.float64)
+    x0_t = torch.as_tensor(x0, dtype=dtype)
     if target is None:
         target = 1 - int(model_predict(model, x0)[0])
     sign = 1.0 if target == 1 else -1.0
-    gen = torch.Generator().manual_seed(int(random_state))
-
-    def attack(x):
-        return worst_perturbation(net, x, rho=rho, target=target, steps=inner_steps, generator=gen)
 
     def loss(lam):
         def at(x):
-            s = attack(x.detach())
-            return torch.sum(torch.abs(x - x0_t)) + lam * torch.nn.functional.softplus(-sign * net(x + s)).sum()
+            s = first_order_perturbation(net, x, rho=rho, target=target)
+            return bce_towards(net, x + s, target) + lam * torch.sum(torch.abs(x - x0_t))
         return at
 
-    def survives(x) -> bool:  # valid, and still valid under a fresh attack
-        x = torch.as_tensor(x)
-        s = attack(x)
+    def accepted(x) -> bool:  # the target at x and at x + s(x) (False when s(x) is NaN)
+        x = torch.as_tensor(x, dtype=dtype)
+        s = first_order_perturbation(net, x, rho=rho, target=target)
         with torch.no_grad():
-            return sign * float(net(x).sum()) > 0 and sign * float(net(x + s).sum()) > 0
+            return sign * float(net(x).sum()) >= 0 and sign * float(net(x + s).sum()) >= 0
 
-    schedule = growing(lam, lam_growth, rounds + 1)  # the last one is reported after a round limit
-    found = multiplier_rounds(loss, survives, x0, schedule[:-1], lower=lower, upper=upper,
-                              learning_rate=learning_rate, steps=steps)
-    x = x0.copy() if found.x is None else found.x
+    found = continued_rounds(loss, accepted, x0, growing(lam, lam_growth, rounds), lower=lower, upper=upper,
+                             learning_rate=learning_rate, steps=steps, dtype=dtype)
+    x = found.x if found.accepted else x0.copy()
+    diverged = found.x is not None and not np.isfinite(found.x).all()
     return AdversarialRecourse(
         x, "converged" if found.accepted else "round_limit", time.perf_counter() - start, GRADIENT_SOLVER,
         target=target, valid=bool(model_predict(model, x)[0] == target), robust_by_attack=found.accepted,
-        distance=l1(x, x0), lam=float(found.lam if found.accepted else schedule[-1]))
+        distance=l1(x, x0), lam=float("nan") if found.lam is None else float(found.lam), rounds=found.rounds,
+        diverged=diverged)

@@ -470,15 +470,19 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
 
 def evaluate(model, factuals, counterfactuals, *, delta: float, retrained=(), lof: LofScorer | None = None) -> dict:
     """Table 1 metrics over the found counterfactuals (rows of NaN = not found): validity, vDelta,
-    retrained validity vr (mean over models and counterfactuals), normalised l1 and lof; percentages."""
+    retrained validity vr (mean over models and counterfactuals), normalised l1 and lof; percentages.
+    vDelta is over the counterfactuals inside the [0, 1] domain, where the interval check is defined
+    (RBR's reference code leaves it); ``outside``: the share of found counterfactuals outside it."""
     F, C = _rows(factuals), _rows(counterfactuals)
     found = ~np.isnan(C).any(axis=1)
     out = {"found": 100.0 * found.mean(), "n": int(len(F))}
     Cf = C[found]
     if not found.any():
-        return out | {"validity": np.nan, "vΔ": np.nan, "vr": np.nan, "l1": np.nan, "lof": np.nan}
+        return out | {"validity": np.nan, "outside": np.nan, "vΔ": np.nan, "vr": np.nan, "l1": np.nan, "lof": np.nan}
     out["validity"] = 100.0 * (model_predict(model, Cf) == 1).mean()
-    out["vΔ"] = 100.0 * delta_robust(model, Cf, delta=delta).mean()
+    inside = np.all((Cf >= 0) & (Cf <= 1), axis=1)
+    out["outside"] = 100.0 * (~inside).mean()
+    out["vΔ"] = 100.0 * delta_robust(model, Cf[inside], delta=delta).mean() if inside.any() else np.nan
     out["vr"] = 100.0 * np.mean([(model_predict(m, Cf) == 1).mean() for m in retrained]) if len(retrained) else np.nan
     out["l1"] = float(np.mean([l1_distance(c, f) for c, f in zip(Cf, F[found])]))
     out["lof"] = float(np.mean(lof(Cf))) if lof is not None else np.nan

@@ -1,21 +1,32 @@
-"""Robust Bayesian Recourse (RBR; Nguyen, Bui and Nguyen, UAI 2022) for any classifier.
+"""Robust Bayesian Recourse (RBR; Nguyen, Bui and Nguyen, UAI 2022) for any classifier, as its reference code
+runs it (``rbr/rbr.py`` and ``rbr/rbr_loss.py``, which Jiang et al. ship in ``junqi-jiang/proplace`` and
+call through ``experiments/exputils.run_rbr``).
 
-RBR scores a recourse ``x'`` by the posterior odds of the unfavourable class under nonparametric
-(Gaussian-kernel) likelihoods built from samples around the factual labelled by the model, made robust
-by letting every sample move within a ball: an optimistic radius ``eps_op`` for the unfavourable samples
-(they may come closer) and a pessimistic radius ``eps_pe`` for the favourable ones (they may move away).
-With samples ``xi`` and kernel ``k(r) = exp(-r^2 / (2 sigma^2))`` the worst case is in closed form,
+1. **Boundary point** (:func:`boundary_point`): along the segments from the factual ``x0`` to the
+   `n_candidates` training points nearest in l1 that the model labels otherwise, the first of 100 evenly
+   spaced points (``linspace(0, 1, 100)``) whose label flips; ``x_b`` is the closest of them (l1).
+2. **Samples** (:func:`ball_samples`): `n_samples` points uniform in the l2 ball of radius
+   `perturb_radius` around ``x_b`` (Muller's method with ``numpy.random.RandomState(random_state)``, the
+   reference code's generator), split by the model's label into favourable ``S1`` and unfavourable ``S0``.
+3. **Worst-case likelihoods** (:func:`worst_case_odds`): each sample ``xi`` is a Gaussian kernel of
+   ``c = ||x - xi||_2`` whose mean shift and width may move in a ball. Optimistic for ``S0``: ``v >= 0``,
+   ``||v||_2 <= eps_op`` minimises ``L_op = log d + (c - v0)^2 / (2 d^2) + (p - 1) log sigma``,
+   ``d = v1 + sigma``. Pessimistic for ``S1``: ``u >= 0``, ``||u||_2 <= eps_pe / sqrt(p)`` minimises
+   ``L_pe = -log d - (c + sqrt(p) u0)^2 / (2 d^2) - (p - 1) log(f + sigma)``, ``d = u1 + sigma``,
+   ``f = sqrt((1e-6 + eps_pe^2 - p u0^2 - u1^2) / (p - 1))``; both by projected gradient steps of
+   ``1 / sqrt(1000)`` until the summed loss has not improved for 10 steps (at most 1000). The objective is
+   ``F(x) = logsumexp(-L_op) - logsumexp(L_pe)`` with ``u, v`` held at their optima.
+4. **Recourse** (:func:`rbr`): gradient steps of ``1 / sqrt(1000)`` on ``F`` from ``x_b``, each projected
+   onto the l1 ball of radius ``||x0 - x_b||_1 + delta_plus`` around ``x0``; stop once the iterate reaches
+   that radius, when ``F`` has not improved for 10 steps, or after `max_iter` steps. The last iterate is
+   the recourse, valid or not.
 
-    f(x') = log sum_{xi in S0} k((||x' - xi|| - eps_op)_+) - log sum_{xi in S1} k(||x' - xi|| + eps_pe),
-
-(the supremum of a decreasing kernel over a ball is at the nearest point, the infimum at the farthest),
-and RBR solves ``min f(x')`` subject to a cost budget ``||x' - x0||_1 <= budget`` inside the feature box,
-by projected gradient descent (:func:`rbr_recourse`). The budget is the smallest, by bisection on
-``[0, max_budget]``, whose recourse the model classifies as the target class (:func:`rbr`).
-
-Samples (:func:`rbr_samples`): `n_samples` points drawn uniformly in the l2 ball of radius
-``perturb_radius`` around the factual, clipped to the box and labelled by the model; when none is
-favourable, the ball's radius doubles (at most `max_doublings` times).
+Defaults are ``run_rbr``'s: ``delta_plus = sigma = eps_op = eps_pe = 1``, 200 samples, radius 0.2,
+1000 candidates, 500 steps. Quirks of the reference code, followed here because they are what the paper
+ran: the gradient in ``u0`` of the pessimistic problem has the opposite sign of ``dL_pe/du0`` in its
+``p u0 / (f (f + sigma))`` term; the recourse is not kept in the feature box (it may leave [0, 1]); the
+samples are not either. Where we differ: float64 instead of float32. ``benchmarks/baselines.py
+--authors-proplace PATH`` runs the reference code beside this one.
 """
 
 from __future__ import annotations
@@ -24,127 +35,156 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from ..encoders import model_predict
-from .base import Counterfactual
+from .base import Counterfactual, check_factual
 
 SOLVER = "pgd"  # projected gradient descent
+#: The reference code's step size of every projected-gradient loop, and its patience.
+STEP = 1 / np.sqrt(1000.0)
+PATIENCE = 10
 
 
 @dataclass
 class RbrResult(Counterfactual):
     """RBR's recourse (fields of :class:`~.base.Counterfactual` first): status ``valid`` (the model gives
-    class 1) or ``not_valid`` (no budget up to `max_budget` gave a valid recourse; x is the last one);
-    budget: the l1 budget of x; objective: the worst-case log posterior odds f at x (< 0: favourable)."""
+    class 1) or ``not_valid`` (x is still the last iterate); budget: the l1 radius
+    ``||x0 - x_b||_1 + delta_plus``; objective: F at x (module docstring); iterations: outer steps taken."""
 
     budget: float | None = None
     objective: float | None = None
+    iterations: int = 0
 
 
-def rbr_samples(model, x0, *, n_samples: int = 200, perturb_radius: float = 0.2, max_doublings: int = 4,
-                random_state=0, lower=0.0, upper=1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Samples around `x0` split by the model's prediction: ``(S0, S1)`` (module docstring)."""
-    rng = np.random.default_rng(random_state)
-    x0 = np.asarray(x0, float).ravel()
-    radius = perturb_radius
-    for _ in range(max_doublings + 1):
-        direction = rng.standard_normal((n_samples, x0.size))
-        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-        r = radius * rng.uniform(size=(n_samples, 1)) ** (1 / x0.size)
-        S = np.clip(x0 + r * direction, lower, upper)
-        y = model_predict(model, S)
-        if y.any():
-            return S[y == 0], S[y == 1]
-        radius *= 2
-    raise ValueError(f"no sample within radius {radius / 2:g} of x0 is predicted as class 1")
+def boundary_point(model, x0, X_train, *, n_candidates: int = 1000) -> np.ndarray:
+    """Step 1 of the module docstring: the closest (l1) first label flip on the segments from `x0` to the
+    `n_candidates` nearest training points of the other label."""
+    X_train = np.asarray(X_train, float)
+    label = model_predict(model, x0[None])[0]
+    order = np.argsort(np.abs(X_train - x0).sum(axis=1), kind="stable")
+    candidates = X_train[order][model_predict(model, X_train[order]) != label][:n_candidates]
+    if not len(candidates):
+        raise ValueError("no training point is labelled otherwise than x0 by the model")
+    lambdas = np.linspace(0, 1, 100)
+    points = (1 - lambdas)[None, :, None] * x0 + lambdas[None, :, None] * candidates[:, None, :]
+    flipped = (model_predict(model, points.reshape(-1, x0.size)) != label).reshape(len(candidates), -1)
+    first = points[np.arange(len(candidates)), flipped.argmax(axis=1)]  # lambda = 1 always flips
+    return first[np.argmin(np.abs(first - x0).sum(axis=1))]
 
 
-def _logsumexp(a: np.ndarray) -> tuple[float, np.ndarray]:
-    m = a.max()
-    w = np.exp(a - m)
-    return float(m + np.log(w.sum())), w / w.sum()
+def ball_samples(center, *, radius: float, n: int, random_state=0) -> np.ndarray:
+    """`n` points uniform in the l2 ball of `radius` around `center` (Muller's method, as the reference code
+    draws them with ``numpy.random.RandomState(random_state)``)."""
+    rng = random_state if isinstance(random_state, np.random.RandomState) else np.random.RandomState(random_state)
+    d = center.size
+    V = rng.randn(n, d)
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    V *= (rng.random_sample(n) ** (1.0 / d))[:, None]
+    return V * radius + center
 
 
-def worst_case_odds(x, S0, S1, *, sigma: float, eps_op: float, eps_pe: float) -> tuple[float, np.ndarray]:
-    """f(x) of the module docstring and its gradient with respect to x."""
-    x = np.asarray(x, float)
-    total = np.zeros_like(x)
-    value = 0.0
-    for S, eps, sign in ((S0, eps_op, 1.0), (S1, eps_pe, -1.0)):
-        if not len(S):
-            continue
-        diff = x - S
-        dist = np.linalg.norm(diff, axis=1)
-        r = np.maximum(dist - eps, 0) if sign > 0 else dist + eps
-        lse, weights = _logsumexp(-r ** 2 / (2 * sigma ** 2))
-        unit = diff / np.maximum(dist, 1e-12)[:, None]
-        grad_r = -(r / sigma ** 2)[:, None] * unit  # d/dx of -r^2 / (2 sigma^2); r depends on x through dist
-        value += sign * lse
-        total += sign * (weights[:, None] * grad_r).sum(axis=0)
-    return value, total
+def _project_positive_l2(w, radius: float) -> np.ndarray:
+    w = np.maximum(w, 0)
+    return w * (radius / np.maximum(radius, np.linalg.norm(w, axis=-1)))[:, None]
 
 
-def project_l1_box(v, x0, budget: float, lower=0.0, upper=1.0) -> np.ndarray:
-    """Euclidean projection of v onto {x : ||x - x0||_1 <= budget, lower <= x <= upper} (bisection on the
-    soft-threshold, exact for the intersection because the box contains x0)."""
-    v, x0 = np.asarray(v, float), np.asarray(x0, float)
-    lo, hi = np.broadcast_to(lower, x0.shape), np.broadcast_to(upper, x0.shape)
-
-    def at(t):
-        d = v - x0
-        return np.clip(x0 + np.sign(d) * np.maximum(np.abs(d) - t, 0), lo, hi)
-
-    if np.abs(at(0.0) - x0).sum() <= budget:
-        return at(0.0)
-    a, b = 0.0, float(np.abs(v - x0).max())
-    for _ in range(40):
-        t = (a + b) / 2
-        a, b = (a, t) if np.abs(at(t) - x0).sum() <= budget else (t, b)
-    return at(b)
+def _inner(c, grad_and_loss, radius: float) -> np.ndarray:
+    """Projected gradient on the (mean, width) perturbations of every sample at once (module docstring, 3)."""
+    w = np.zeros((len(c), 2))
+    best, stable = np.inf, 0
+    for _ in range(1000):
+        loss, grad = grad_and_loss(w)
+        w = _project_positive_l2(w - STEP * grad, radius)
+        stable = stable + 1 if best - loss <= 1e-10 else 0
+        if stable >= PATIENCE:
+            break
+        best = min(best, loss)
+    return w
 
 
-def rbr_recourse(x0, S0, S1, *, budget: float, sigma: float = 1.0, eps_op: float = 0.0, eps_pe: float = 0.0,
-                 lr: float = 0.05, max_iter: int = 150, lower=0.0, upper=1.0) -> tuple[np.ndarray, float]:
-    """Projected gradient descent on f (module docstring) over the l1 ball of radius `budget` around x0
-    intersected with the box; returns (x', f(x'))."""
-    x = np.asarray(x0, float).copy()
-    best, best_f = x.copy(), worst_case_odds(x, S0, S1, sigma=sigma, eps_op=eps_op, eps_pe=eps_pe)[0]
-    for it in range(max_iter):
-        f, g = worst_case_odds(x, S0, S1, sigma=sigma, eps_op=eps_op, eps_pe=eps_pe)
-        if f < best_f:
-            best, best_f = x.copy(), f
-        x = project_l1_box(x - lr / np.sqrt(it + 1) * g / max(np.linalg.norm(g), 1e-12), x0, budget, lower, upper)
-    f = worst_case_odds(x, S0, S1, sigma=sigma, eps_op=eps_op, eps_pe=eps_pe)[0]
-    return (x, f) if f <= best_f else (best, best_f)
+def _optimistic(c, *, sigma: float, eps_op: float, p: int) -> np.ndarray:
+    def grad_and_loss(v):
+        d, m = v[:, 1] + sigma, c - v[:, 0]
+        loss = np.log(d) + m ** 2 / (2 * d ** 2) + (p - 1) * np.log(sigma)
+        return loss.sum(), np.c_[-m / d ** 2, 1 / d - m ** 2 / d ** 3]
+    return _inner(c, grad_and_loss, eps_op)
 
 
-def rbr(model, x0, *, sigma: float = 1.0, eps_op: float = 0.0, eps_pe: float = 0.05, max_budget: float = 1.0,
-        n_bisection: int = 8, n_samples: int = 200, perturb_radius: float = 0.2, random_state=0,
-        **options) -> RbrResult:
-    """RBR: the recourse of the smallest l1 budget in [0, `max_budget`] (bisection, `n_bisection` steps)
-    that `model` classifies as 1."""
+def _pessimistic_terms(u, c, *, sigma: float, eps_pe: float, p: int):
+    d, m = u[..., 1] + sigma, c + np.sqrt(p) * u[..., 0]
+    f = ((1e-6 + eps_pe ** 2 - p * u[..., 0] ** 2 - u[..., 1] ** 2) / (p - 1)) ** 0.5  # numpy or torch
+    return d, m, f
+
+
+def _pessimistic(c, *, sigma: float, eps_pe: float, p: int) -> np.ndarray:
+    def grad_and_loss(u):
+        d, m, f = _pessimistic_terms(u, c, sigma=sigma, eps_pe=eps_pe, p=p)
+        loss = -np.log(d) - m ** 2 / (2 * d ** 2) - (p - 1) * np.log(f + sigma)
+        g0 = -np.sqrt(p) * m / d ** 2 - p * u[:, 0] / (f * (f + sigma))  # the reference code's sign (docstring)
+        return loss.sum(), np.c_[g0, -1 / d + m ** 2 / d ** 3 + u[:, 1] / (f * (f + sigma))]
+    return _inner(c, grad_and_loss, eps_pe / np.sqrt(p))
+
+
+def worst_case_odds(x, S0, S1, *, sigma: float = 1.0, eps_op: float = 1.0, eps_pe: float = 1.0):
+    """F(x) of the module docstring (step 3) and its gradient in x (u, v at their optima, held fixed)."""
+    p = x.size
+    xt = torch.as_tensor(x, dtype=torch.float64).requires_grad_(True)
+    c0 = torch.linalg.vector_norm(xt - torch.as_tensor(S0), dim=1)
+    c1 = torch.linalg.vector_norm(xt - torch.as_tensor(S1), dim=1)
+    v = torch.as_tensor(_optimistic(c0.detach().numpy(), sigma=sigma, eps_op=eps_op, p=p))
+    u = torch.as_tensor(_pessimistic(c1.detach().numpy(), sigma=sigma, eps_pe=eps_pe, p=p))
+    d0 = v[:, 1] + sigma
+    L_op = torch.log(d0) + (c0 - v[:, 0]) ** 2 / (2 * d0 ** 2) + (p - 1) * np.log(sigma)
+    d1, m1, f1 = _pessimistic_terms(u, c1, sigma=sigma, eps_pe=eps_pe, p=p)
+    L_pe = -torch.log(d1) - m1 ** 2 / (2 * d1 ** 2) - (p - 1) * torch.log(f1 + sigma)
+    F = torch.logsumexp(-L_op, 0) - torch.logsumexp(L_pe, 0)
+    (grad,) = torch.autograd.grad(F, xt)
+    return float(F.detach()), grad.numpy()
+
+
+def project_l1(v, x0, radius: float) -> np.ndarray:
+    """Euclidean projection of `v` onto the l1 ball of `radius` around `x0` (sort-based, Duchi et al. 2008)."""
+    w = np.asarray(v, float) - x0
+    a = np.abs(w)
+    if a.sum() <= radius:
+        return x0 + w
+    s = np.sort(a)[::-1]
+    cs = np.cumsum(s)
+    rho = np.nonzero(s * np.arange(1, a.size + 1) > cs - radius)[0][-1]
+    theta = (cs[rho] - radius) / (rho + 1.0)
+    return x0 + np.sign(w) * np.maximum(a - theta, 0)
+
+
+def rbr(model, x0, X_train, *, delta_plus: float = 1.0, sigma: float = 1.0, eps_op: float = 1.0,
+        eps_pe: float = 1.0, n_samples: int = 200, perturb_radius: float = 0.2, n_candidates: int = 1000,
+        max_iter: int = 500, random_state=10) -> RbrResult:
+    """RBR (module docstring) for `model` at `x0`; `X_train`: the points the boundary search starts from
+    (the reference code: the model's training rows); `random_state`: the sampling seed (the PROPLACE
+    notebooks' ``check_random_state(10)``)."""
     start = time.perf_counter()
-    x0 = np.asarray(x0, float).ravel()
-    S0, S1 = rbr_samples(model, x0, n_samples=n_samples, perturb_radius=perturb_radius, random_state=random_state)
-    kwargs = dict(sigma=sigma, eps_op=eps_op, eps_pe=eps_pe, **options)
+    x0 = check_factual(x0, np.asarray(X_train).shape[1])
+    x_b = boundary_point(model, x0, X_train, n_candidates=n_candidates)
+    S = ball_samples(x_b, radius=perturb_radius, n=n_samples, random_state=random_state)
+    labels = model_predict(model, S)
+    S0, S1 = S[labels == 0], S[labels == 1]
+    if not (len(S0) and len(S1)):
+        raise ValueError(f"the {n_samples} samples around the boundary point all have one label; "
+                         "widen perturb_radius")
+    budget = float(np.abs(x0 - x_b).sum()) + delta_plus
+    x, best, stable, t = x_b.copy(), np.inf, 0, 0
+    for t in range(max_iter):
+        F, grad = worst_case_odds(x, S0, S1, sigma=sigma, eps_op=eps_op, eps_pe=eps_pe)
+        if np.abs(x - x0).sum() >= budget:
+            break
+        x = project_l1(x - STEP * grad, x0, budget)
+        stable = stable + 1 if best - F <= 1e-10 else 0
+        if stable >= PATIENCE:
+            break
+        best = min(best, F)
+    valid = bool(model_predict(model, x[None])[0] == 1)
+    return RbrResult(x, "valid" if valid else "not_valid", time.perf_counter() - start, SOLVER, budget=budget,
+                     objective=F, iterations=t + 1)
 
-    def solve(budget):
-        x, f = rbr_recourse(x0, S0, S1, budget=budget, **kwargs)
-        return x, f, bool(model_predict(model, x[None])[0] == 1)
 
-    x, f, ok = solve(max_budget)
-    if not ok:
-        return RbrResult(x, "not_valid", time.perf_counter() - start, SOLVER, budget=max_budget, objective=f)
-    best = (x, f, max_budget)
-    a, b = 0.0, max_budget
-    for _ in range(n_bisection):
-        mid = (a + b) / 2
-        x, f, ok = solve(mid)
-        if ok:
-            best, b = (x, f, mid), mid
-        else:
-            a = mid
-    return RbrResult(best[0], "valid", time.perf_counter() - start, SOLVER, budget=best[2], objective=best[1])
-
-
-__all__ = ["RbrResult", "SOLVER", "project_l1_box", "rbr", "rbr_recourse", "rbr_samples", "worst_case_odds"]
+__all__ = ["RbrResult", "SOLVER", "ball_samples", "boundary_point", "project_l1", "rbr", "worst_case_odds"]
