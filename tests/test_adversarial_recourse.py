@@ -46,7 +46,7 @@ def test_recourse_is_valid_under_model_predict(mlp):
         assert isinstance(res, Counterfactual) and res.solver == GRADIENT_SOLVER and res.time > 0
         assert res.target == 1 - model.predict(x0[None])[0]
         assert res.valid == (model.predict(res.x[None])[0] == res.target)
-        assert res.valid and res.status == ("converged" if res.robust_by_attack else "round_limit")
+        assert res.valid and res.detail == ("converged" if res.robust_by_attack else "round_limit")
         assert np.all((res.x >= 0) & (res.x <= 1))
         assert res.distance == pytest.approx(np.abs(res.x - x0).sum())
 

@@ -50,7 +50,7 @@ def test_rbr_is_valid_within_its_budget_and_the_budget_is_nearly_the_smallest():
     net = train_network(X, y, width=6, epochs=20, random_state=0)
     x0 = X[model_predict(net, X) == 0][0]
     res = R.rbr(net, x0, n_bisection=8)
-    assert res.status == "valid" and model_predict(net, res.x[None])[0] == 1 and res.solver == R.SOLVER
+    assert res.detail == "valid" and model_predict(net, res.x[None])[0] == 1 and res.solver == R.SOLVER
     assert np.abs(res.x - x0).sum() <= res.budget + 1e-9 and ((res.x >= 0) & (res.x <= 1)).all()
     S0, S1 = R.rbr_samples(net, x0)
     smaller, _ = R.rbr_recourse(x0, S0, S1, budget=res.budget - 1.0 / 2 ** 8, eps_pe=0.05)

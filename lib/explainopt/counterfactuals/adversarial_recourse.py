@@ -24,8 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..encoders import model_family, model_predict, torch_network
-from .base import Counterfactual, check_factual
+from ..encoders import torch_network
+from ..validation import check_seed, counterfactual_inputs
+from .base import Counterfactual, contract
 from .costs import l1
 from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 
@@ -34,7 +35,7 @@ from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 class AdversarialRecourse(Counterfactual):
     """Result of :func:`adversarial_recourse` (fields of :class:`~.base.Counterfactual` first).
 
-    status: ``converged`` (a round's point survived a fresh attack) or ``round_limit`` (every multiplier
+    detail: ``converged`` (a round's point survived a fresh attack) or ``round_limit`` (every multiplier
     tried was flipped); solver: :data:`~.gradient.GRADIENT_SOLVER` (Adam outside, projected gradient
     ascent inside). valid: the model itself predicts `target` at x; robust_by_attack: the inner PGD attack
     at the end did not flip the prediction (the method's own, heuristic, robustness check); lam: the
@@ -42,10 +43,8 @@ class AdversarialRecourse(Counterfactual):
     factual.
     """
 
-    target: int = 1
-    valid: bool = False
+    target: object = 1
     robust_by_attack: bool = False
-    distance: float = float("nan")
     lam: float = float("nan")
 
 
@@ -70,7 +69,7 @@ def worst_perturbation(net, x, *, rho: float, target: int, steps: int = 20, step
     return s.detach()
 
 
-def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lower=0.0, upper=1.0,
+def adversarial_recourse(model, x0, *, rho: float, target=None, lower=0.0, upper=1.0,
                          lam: float = 0.1, lam_growth: float = 2.0, rounds: int = 12, steps: int = 200,
                          inner_steps: int = 20, learning_rate: float = 0.01,
                          random_state: int = 0) -> AdversarialRecourse:
@@ -84,15 +83,12 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
     """
     if not rho > 0:
         raise ValueError(f"rho must be positive, got {rho!r}")
+    check_seed(random_state)
     start = time.perf_counter()
-    if model_family(model) != "network":
-        raise TypeError(f"adversarial_recourse needs a ReLU MLPClassifier or a torch nn.Sequential, got "
-                        f"{type(model).__name__}")
+    checked = counterfactual_inputs(model, x0, target=target, lower=lower, upper=upper, families=("network",))
     net = torch_network(model)
-    x0 = check_factual(x0, net[0].in_features)
+    x0, target = checked.x0, checked.target
     x0_t = torch.as_tensor(x0, dtype=torch.float64)
-    if target is None:
-        target = 1 - int(model_predict(model, x0)[0])
     sign = 1.0 if target == 1 else -1.0
     gen = torch.Generator().manual_seed(int(random_state))
 
@@ -115,7 +111,7 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
     found = multiplier_rounds(loss, survives, x0, schedule[:-1], lower=lower, upper=upper,
                               learning_rate=learning_rate, steps=steps)
     x = x0.copy() if found.x is None else found.x
-    return AdversarialRecourse(
+    return contract(AdversarialRecourse(
         x, "converged" if found.accepted else "round_limit", time.perf_counter() - start, GRADIENT_SOLVER,
-        target=target, valid=bool(model_predict(model, x)[0] == target), robust_by_attack=found.accepted,
-        distance=l1(x, x0), lam=float(found.lam if found.accepted else schedule[-1]))
+        robust_by_attack=found.accepted, distance=l1(x, x0), lam=float(found.lam if found.accepted else schedule[-1])),
+        model, x0, target)

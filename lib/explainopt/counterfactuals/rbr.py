@@ -26,14 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..encoders import model_predict
-from .base import Counterfactual
+from ..validation import check_seed, counterfactual_inputs, require_class_one
+from .base import Counterfactual, contract
 
 SOLVER = "pgd"  # projected gradient descent
 
 
 @dataclass
 class RbrResult(Counterfactual):
-    """RBR's recourse (fields of :class:`~.base.Counterfactual` first): status ``valid`` (the model gives
+    """RBR's recourse (fields of :class:`~.base.Counterfactual` first): detail ``valid`` (the model gives
     class 1) or ``not_valid`` (no budget up to `max_budget` gave a valid recourse; x is the last one);
     budget: the l1 budget of x; objective: the worst-case log posterior odds f at x (< 0: favourable)."""
 
@@ -118,13 +119,28 @@ def rbr_recourse(x0, S0, S1, *, budget: float, sigma: float = 1.0, eps_op: float
     return (x, f) if f <= best_f else (best, best_f)
 
 
-def rbr(model, x0, *, sigma: float = 1.0, eps_op: float = 0.0, eps_pe: float = 0.05, max_budget: float = 1.0,
-        n_bisection: int = 8, n_samples: int = 200, perturb_radius: float = 0.2, random_state=0,
-        **options) -> RbrResult:
+def rbr(model, x0, *, target=None, sigma: float = 1.0, eps_op: float = 0.0, eps_pe: float = 0.05,
+        max_budget: float = 1.0, n_bisection: int = 8, n_samples: int = 200, perturb_radius: float = 0.2,
+        random_state=0, **options) -> RbrResult:
     """RBR: the recourse of the smallest l1 budget in [0, `max_budget`] (bisection, `n_bisection` steps)
-    that `model` classifies as 1."""
+    that `model` classifies as 1 (the favourable class; a factual of class 1 is refused). `options` go to
+    :func:`rbr_recourse` (its box ``lower``/``upper``, default [0, 1], must contain `x0`).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> model = LogisticRegression().fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = rbr(model, X[0])
+    >>> ce.status, ce.valid
+    ('feasible', True)
+    """
     start = time.perf_counter()
-    x0 = np.asarray(x0, float).ravel()
+    check_seed(random_state)
+    checked = counterfactual_inputs(model, x0, target=target, lower=options.get("lower", 0.0),
+                                    upper=options.get("upper", 1.0))
+    require_class_one(checked, "RBR")
+    x0 = checked.x0
     S0, S1 = rbr_samples(model, x0, n_samples=n_samples, perturb_radius=perturb_radius, random_state=random_state)
     kwargs = dict(sigma=sigma, eps_op=eps_op, eps_pe=eps_pe, **options)
 
@@ -134,7 +150,8 @@ def rbr(model, x0, *, sigma: float = 1.0, eps_op: float = 0.0, eps_pe: float = 0
 
     x, f, ok = solve(max_budget)
     if not ok:
-        return RbrResult(x, "not_valid", time.perf_counter() - start, SOLVER, budget=max_budget, objective=f)
+        return contract(RbrResult(x, "not_valid", time.perf_counter() - start, SOLVER, budget=max_budget,
+                                  objective=f), model, x0, 1)
     best = (x, f, max_budget)
     a, b = 0.0, max_budget
     for _ in range(n_bisection):
@@ -144,7 +161,8 @@ def rbr(model, x0, *, sigma: float = 1.0, eps_op: float = 0.0, eps_pe: float = 0
             best, b = (x, f, mid), mid
         else:
             a = mid
-    return RbrResult(best[0], "valid", time.perf_counter() - start, SOLVER, budget=best[2], objective=best[1])
+    return contract(RbrResult(best[0], "valid", time.perf_counter() - start, SOLVER, budget=best[2],
+                              objective=best[1]), model, x0, 1)
 
 
 __all__ = ["RbrResult", "SOLVER", "project_l1_box", "rbr", "rbr_recourse", "rbr_samples", "worst_case_odds"]
