@@ -212,9 +212,9 @@ class EnsembleCounterfactual(CounterfactualResult):
     """One counterfactual of :func:`ensemble_counterfactual` (fields of
     :class:`~.nearest.CounterfactualResult` first; ``valid``: the forest's ``predict(x)`` is the target).
 
-    target, tau: the target class (a label of ``forest.classes_``) and its score threshold; score: the forest's own ``predict_proba`` of
-    the target class at ``x``; meets_threshold: ``score >= tau`` (checked with the true forest, not the
-    MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
+    target, tau: the target class (a label of ``forest.classes_``) and its score threshold; score: the
+    forest's own ``predict_proba`` of the target class at ``x``; meets_threshold: ``score >= tau`` (checked
+    with the true forest, not the MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
     with slack ``relaxation`` (``solve_time`` then counts both solves); n_changed: features changed by
     more than :data:`CHANGE_TOLERANCE` (:func:`~.costs.sparsity`, a one-hot group counting once);
     inlier: the isolation forest's decision at x, when one was given;

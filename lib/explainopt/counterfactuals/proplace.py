@@ -215,8 +215,8 @@ class ProplaceResult(Counterfactual):
     (converged, then re-solved with the interval constraint to pass Definition 7), 'neighbour' (that
     re-solve failed numerically: the nearest Delta-robust vertex is returned), 'max_iter', or the
     failing solver status. distance: l1 (the paper reports it divided by the number of features:
-    :func:`~.costs.l1_distance`); valid / delta_valid: re-checked with model_predict and IntervalNetwork; worst_case: the exact worst-case logit at x over Delta; interval_lower: the IBP
-    bound; history: (x', worst-case logit, IBP lower bound) per iteration; outer_solves: MILPs solved for
+    :func:`~.costs.l1_distance`); valid / delta_valid: re-checked with model_predict and IntervalNetwork;
+    worst_case: the exact worst-case logit at x over Delta; interval_lower: the IBP bound; history: (x', worst-case logit, IBP lower bound) per iteration; outer_solves: MILPs solved for
     the outer problems (more than the iterations where a lazy outer problem took a network back)."""
 
     delta_valid: bool = False

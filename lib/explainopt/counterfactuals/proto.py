@@ -118,8 +118,8 @@ def proto_counterfactual(model, x0, proto, *, c: float = 10.0, beta: float = 0.1
                        beta=beta)
 
 
-def proto_r(model, x0, X_train, *, delta: float, target=None, k: int = 20, c: float = 10.0, theta: float = 10.0, beta: float = 0.1,
-            kappa_step: float = 0.1, max_rounds: int = 10, **options) -> ProtoResult:
+def proto_r(model, x0, X_train, *, delta: float, target=None, k: int = 20, c: float = 10.0, theta: float = 10.0,
+            beta: float = 0.1, kappa_step: float = 0.1, max_rounds: int = 10, **options) -> ProtoResult:
     """Proto-R: the base method re-run with the hyperparameter schedule of the module docstring until its
     CE is Delta-robust by Definition 7 (interval lower bound >= 0 with `delta`); `kappa_step` > 0 also
     raises the hinge's confidence kappa by that much per round (capped at 0.9; 0 = the authors' schedule).
