@@ -134,7 +134,7 @@ def run(args) -> pd.DataFrame:
                     for method, tau, ce, seconds in zip(methods, taus, results, cpu):
                         check(ce, sim.forest)
                         rows.append(dict(dataset=name, repeat=repeat, factual=i, mode=mode, method=method, tau=tau,
-                                         status=ce.status, relaxed=ce.relaxed, reused=getattr(ce, "reused", False),
+                                         status=getattr(ce, "detail", None) or ce.status, relaxed=ce.relaxed, reused=getattr(ce, "reused", False),
                                          distance=ce.distance, solve_time=ce.solve_time, cpu=seconds, time=ce.time))
                     print(f"{name} repeat {repeat} factual {i} {mode}: {time.perf_counter() - started:.1f} s",
                           file=sys.stderr, flush=True)

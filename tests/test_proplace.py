@@ -14,7 +14,7 @@ from explainopt.chapters.proplace import train_network
 from explainopt.counterfactuals import Counterfactual
 from explainopt.counterfactuals import baselines as B
 from explainopt.counterfactuals import proplace as P
-from explainopt.counterfactuals.costs import LofScorer, l1_distance
+from explainopt.counterfactuals.costs import LofScorer, l1, l1_distance
 from explainopt.encoders import IntervalNetwork, delta_robust, model_predict, network_layers
 from explainopt.encoders.networks import encode_layers, forward
 
@@ -120,14 +120,14 @@ def test_proplace_returns_valid_robust_plausible_counterfactuals(moons, factuals
         res = P.proplace(net, x, V, delta=DELTA)
         assert isinstance(res, Counterfactual) and res.solver == "highs" and res.fallback_from is None
         assert res.time >= res.outer_time + res.inner_time
-        assert res.status in ("optimal", "certified", "neighbour")
+        assert res.detail in ("optimal", "certified", "neighbour")
         assert res.valid and res.delta_valid and res.worst_case >= 0
         assert res.lambdas.sum() == pytest.approx(1) and (res.lambdas >= 0).all()
         np.testing.assert_allclose(res.x, V.T @ res.lambdas)  # inside the plausible region
-        assert res.distance == pytest.approx(l1_distance(res.x, x))
+        assert res.distance == pytest.approx(l1(res.x, x))  # the raw l1 (the paper divides it by d)
         assert res.iterations >= 1 and len(res.history) == res.iterations
         # the outer problem is a relaxation: iteration 1 (original model only) is never farther
-        assert l1_distance(res.history[0][0], x) <= res.distance + 1e-7
+        assert l1(res.history[0][0], x) <= res.distance + 1e-7
 
 
 def test_proplace_without_certify_stops_at_true_worst_case(moons, factuals):
@@ -158,10 +158,10 @@ def test_baselines(moons, factuals):
     X, _, net = moons
     x = factuals[0]
     r = B.milp_r(net, x, delta=DELTA)
-    assert r.robust and r.status == "robust" and delta_robust(net, r.x, delta=DELTA)[0] and r.eps >= 0.02
+    assert r.robust and r.detail == "robust" and r.status == "feasible" and delta_robust(net, r.x, delta=DELTA)[0] and r.eps >= 0.02
     assert r.solver == "highs" and r.time > 0
     for res in (B.wachter(net, x), B.robx(net, x, X, K=200), B.roar_style(net, x, delta=DELTA)):
-        assert isinstance(res, Counterfactual) and res.status in ("valid", "line_search", "training_point")
+        assert isinstance(res, Counterfactual) and res.detail in ("valid", "line_search", "training_point")
         xp = res.x
         assert xp is not None and model_predict(net, xp[None])[0] == 1 and (xp >= 0).all() and (xp <= 1).all()
     assert B.wachter(net, x).solver == B.GRADIENT_SOLVER and B.robx(net, x, X, K=200).solver == "highs"
@@ -177,7 +177,7 @@ def test_robx_with_a_given_base_names_no_solver_and_milp_r_reports_running_out(m
     res = B.robx(net, x, X, K=100, base=base)
     assert res.solver == "" and res.x is not None
     stuck = B.milp_r(net, x, delta=10.0, max_steps=2)  # no point is robust to shifts this large
-    assert stuck.status == "not_robust" and not stuck.robust and stuck.eps is None and stuck.x is not None
+    assert stuck.detail == "not_robust" and stuck.status == "limit" and not stuck.robust and stuck.eps is None and stuck.x is not None
 
 
 def _outer_with_interval_bounds(models, x0, V, margin=0.01):
@@ -210,7 +210,7 @@ def test_lazy_outer_problems_keep_the_distance(moons, plausible):
         before = P.proplace(net, x0, V, delta=DELTA, lazy=False)
         after = P.proplace(net, x0, V, delta=DELTA, lazy=True)
         assert after.valid and after.delta_valid and model_predict(net, after.x[None])[0] == 1
-        assert after.status == before.status
+        assert after.detail == before.detail
         assert after.distance == pytest.approx(before.distance, abs=1e-6)
         assert after.outer_solves >= after.iterations
 
@@ -258,5 +258,5 @@ def test_proplace_levers_keep_the_distance(moons, plausible):
         after = P.proplace(net, x0, V, delta=DELTA)
         assert after.valid and after.delta_valid and model_predict(net, after.x[None])[0] == 1
         assert delta_robust(net, after.x, delta=DELTA)[0]
-        assert after.status == before.status
+        assert after.detail == before.detail
         assert after.distance == pytest.approx(before.distance, abs=1e-6)

@@ -45,14 +45,14 @@ def test_base_method_on_a_line_stops_between_the_boundary_and_the_analytic_optim
         net[0].weight[:] = 1.0
         net[0].bias[:] = -0.5
     res = P.proto_counterfactual(net, [0.2], [0.9], c=10, beta=0.1, theta=1.0)
-    assert res.status == "valid" and 0.5 < res.x[0] <= 0.525 + 1e-3
+    assert res.detail == "valid" and 0.5 < res.x[0] <= 0.525 + 1e-3
 
 
 def test_base_method_finds_valid_counterfactuals_in_the_box(moons):
     X, net, F = moons
     for x0 in F:
         res = P.proto_counterfactual(net, x0, P.prototype(net, x0, X), max_iterations=300)
-        assert res.status == "valid" and model_predict(net, res.x[None])[0] == 1
+        assert res.detail == "valid" and model_predict(net, res.x[None])[0] == 1
         assert ((res.x >= 0) & (res.x <= 1)).all() and res.solver == P.SOLVER
 
 
@@ -61,7 +61,7 @@ def test_proto_r_returns_delta_robust_counterfactuals_or_says_not_robust(moons):
     for x0 in F:
         res = P.proto_r(net, x0, X, delta=0.02, max_iterations=300)
         assert res.interval_lower == pytest.approx(float(interval_lower(net, res.x, delta=0.02)[0]))
-        assert (res.status == "robust") == (res.interval_lower >= 0)
+        assert (res.detail == "robust") == (res.interval_lower >= 0)
         assert model_predict(net, res.x[None])[0] == 1
     hopeless = P.proto_r(net, F[0], X, delta=1.0, max_rounds=2, max_iterations=100)
-    assert hopeless.status == "not_robust" and hopeless.interval_lower < 0 and hopeless.rounds == 3
+    assert hopeless.detail == "not_robust" and hopeless.interval_lower < 0 and hopeless.rounds == 3

@@ -58,7 +58,7 @@ def test_roar_is_valid_and_robust_to_every_shift_of_the_surrogate_it_claims(line
     x0 = np.array([0.2, 0.6, 0.3])
     assert model_predict(net, x0[None])[0] == 0
     res = R.roar(net, x0, X, delta_max=0.1)
-    assert res.status == "valid" and model_predict(net, res.x[None])[0] == 1
+    assert res.detail == "valid" and model_predict(net, res.x[None])[0] == 1
     assert ((res.x >= 0) & (res.x <= 1)).all() and res.solver == R.GRADIENT_SOLVER
     assert res.robust_score > 0  # then every surrogate in the ball gives class 1: check its vertices
     scores = [(res.surrogate.w + np.array(s[:3])) @ res.x + res.surrogate.b + s[3]
@@ -82,7 +82,7 @@ def test_roar_on_a_network_takes_the_cheapest_valid_lambda():
     net = train_network(X, y, width=6, epochs=20, random_state=0)
     x0 = X[model_predict(net, X) == 0][0]
     res = R.roar(net, x0, X, delta_max=0.05)
-    assert res.status == "valid" and model_predict(net, res.x[None])[0] == 1
+    assert res.detail == "valid" and model_predict(net, res.x[None])[0] == 1
     earlier = R.LAMBDAS[: R.LAMBDAS.index(res.lam)]  # every larger lambda of the schedule failed
     assert all(model_predict(net, R.roar_recourse(res.surrogate, x0, delta_max=0.05, lam=lam)[None])[0] == 0
                for lam in earlier)

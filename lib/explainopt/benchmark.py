@@ -72,7 +72,7 @@ def time_instance(config: dict, *, dataset: str = DATASET, n_factuals: int = 3,
         res = nearest_counterfactual(model, X[i], lower=0, upper=1, target=target, solver=solver,
                                      time_limit=time_limit, margin=MARGIN, **options)
         times.append(time.perf_counter() - start)
-        statuses.append(res.status)
+        statuses.append(res.detail)
         valid.append(res.valid)
         refused += res.fallback_from is not None
     return {**config, "requested": solver or "auto", "solver": res.solver, "refused": refused, "mean_s": float(np.mean(times)), "max_s": float(np.max(times)),

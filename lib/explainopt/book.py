@@ -59,7 +59,7 @@ import plotly
 import yaml
 from IPython.display import Markdown, display
 
-from . import chapters, experiments, reporting, verdicts
+from . import chapters, experiments, reporting, validation, verdicts
 from .numerics import code_paths
 from .experiments import (COMMITTED, RECOMPUTE, ROOT, Grid, ResultStore, StoreError, chapter_cache, grid_progress,
                           machine, parse_duration, read_store_file, resolve_function, run_grid, versions)
@@ -287,11 +287,15 @@ def value_in_effect(chapter: str, scale: str, name: str, value) -> str:
 
 
 def start_chapter(chapter: str, **parameters) -> ChapterRun:
-    """Validate the common parameters, show the "this run" box and start the clock. The box gives every
+    """Validate the common parameters (scale, solver, seed: :mod:`explainopt.validation`), show the "this
+    run" box and start the clock. The box gives every
     parameter's value in effect: where a parameter is None, the scale's setting (:func:`value_in_effect`)."""
     scale = parameters.get("scale")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r}: expected one of {SCALES}")
+    validation.check_solver(parameters.get("solver"))  # before any work, not 40 s later inside a worker
+    if "seed" in parameters:
+        validation.check_seed(parameters["seed"], "seed")
     rows = "\n".join(f"| `{k}` | {value_in_effect(chapter, scale, k, v)} |" for k, v in parameters.items())
     display(Markdown(f"**This run.** Parameters (change them with papermill `-p`):\n\n| parameter | value |\n|---|---|\n{rows}\n"
                      + run_it_yourself(chapter) + unpinned_warning()))

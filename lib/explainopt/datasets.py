@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pooch
 
 KINDS = ("continuous", "discrete", "binary", "categorical")
 ACTIONABILITY = ("free", "fixed", "increase")
@@ -128,9 +127,20 @@ def registry() -> dict[str, dict]:
     return json.loads(text)["files"]
 
 
+def _pooch():
+    """pooch, imported where data is fetched (an extra: ``pip install explainopt[book]``)."""
+    try:
+        import pooch
+    except ImportError:
+        raise ImportError("fetching datasets needs pooch: pip install 'explainopt[book]' (or pooch)") from None
+    return pooch
+
+
 def data_dir() -> Path:
     """The data cache: ``$EXPLAINOPT_DATA`` or the user cache directory."""
-    return Path(os.environ.get("EXPLAINOPT_DATA") or pooch.os_cache("explainopt")).expanduser()
+    if os.environ.get("EXPLAINOPT_DATA"):
+        return Path(os.environ["EXPLAINOPT_DATA"]).expanduser()
+    return Path(_pooch().os_cache("explainopt")).expanduser()
 
 
 def fetch(path: str) -> Path:
@@ -155,8 +165,8 @@ def fetch(path: str) -> Path:
             f"(set EXPLAINOPT_DATA to a folder that holds it, e.g. the project's shared data mirror)"
         )
     try:
-        local = pooch.retrieve(entry["url"], known_hash=f"sha256:{entry['sha256']}",
-                               fname=Path(path).name, path=target.parent, progressbar=False)
+        local = _pooch().retrieve(entry["url"], known_hash=f"sha256:{entry['sha256']}",
+                                  fname=Path(path).name, path=target.parent, progressbar=False)
     except ValueError as exc:  # pooch's hash mismatch
         raise DataUnavailableError(f"{path}: downloaded file fails its hash check ({exc})") from exc
     except Exception as exc:

@@ -81,3 +81,40 @@ def box_space(lower, upper, n_features: int) -> FeatureSpace:
     upper = np.broadcast_to(np.asarray(upper, dtype=float), (n_features,)).copy()
     x = cp.Variable(n_features, name="x")
     return FeatureSpace(x, [x >= lower, x <= upper], lower, upper, np.full(n_features, "continuous"))
+
+
+def box_spec(n_features: int, lower=0.0, upper=1.0) -> list[FeatureSpec]:
+    """`n_features` free continuous features between `lower` and `upper` (scalars or arrays) as a
+    FeatureSpec list: the feature space of a model without a dataset's spec.
+
+    Examples
+    --------
+    >>> [(f.name, f.kind, f.lower, f.upper) for f in box_spec(2, upper=[1.0, 5.0])]
+    [('x0', 'continuous', 0.0, 1.0), ('x1', 'continuous', 0.0, 5.0)]
+    """
+    lower = np.broadcast_to(np.asarray(lower, dtype=float), (n_features,))
+    upper = np.broadcast_to(np.asarray(upper, dtype=float), (n_features,))
+    return [FeatureSpec(f"x{j}", lower=float(lo), upper=float(hi)) for j, (lo, hi) in enumerate(zip(lower, upper))]
+
+
+def data_spec(X) -> list[FeatureSpec]:
+    """The feature types and box of data `X` (an array or a DataFrame, whose column names the specs take)
+    as a FeatureSpec list: columns holding only 0 and 1 are binary, other integer-valued columns discrete,
+    the rest continuous; each bounded by its minimum and maximum, all free.
+
+    Examples
+    --------
+    >>> [(f.kind, f.lower, f.upper) for f in data_spec([[0.0, 1.5, 2.0], [1.0, 2.5, 5.0]])]
+    [('binary', 0.0, 1.0), ('continuous', 1.5, 2.5), ('discrete', 2.0, 5.0)]
+    """
+    names = [str(c) for c in X.columns] if hasattr(X, "columns") else None
+    data = np.asarray(X, dtype=float)
+    if data.ndim != 2 or not len(data) or not np.isfinite(data).all():
+        raise ValueError(f"X must be a non-empty matrix of finite values, got shape {data.shape}")
+    spec = []
+    for j, column in enumerate(data.T):
+        kind = "binary" if set(np.unique(column)) <= {0.0, 1.0} else \
+            "discrete" if np.all(column == np.round(column)) else "continuous"
+        spec.append(FeatureSpec(names[j] if names else f"x{j}", kind=kind, lower=float(column.min()),
+                                upper=float(column.max())))
+    return spec

@@ -300,7 +300,7 @@ def run_methods(prep: dict, neighbours: RobustNeighbours, index: int, *, dataset
         if method == "PROPLACE":
             vertices = plausible_vertices(x0, neighbours.query(x0, o.get("k", K_NEIGHBOURS.get(dataset, 20))))
             res = proplace(model, x0, vertices, delta=delta, solver=solver, time_limit=time_limit)
-            out["proplace"] = dict(status=res.status, solver=res.solver, iterations=res.iterations, outer_time=res.outer_time,
+            out["proplace"] = dict(status=res.detail, solver=res.solver, iterations=res.iterations, outer_time=res.outer_time,
                                    inner_time=res.inner_time, time=res.time, worst_case=res.worst_case,
                                    interval_lower=res.interval_lower,
                                    gaps=[(float(w), float(lo)) for _, w, lo in res.history])
@@ -827,7 +827,8 @@ def solver_row(prep: dict, neighbours: RobustNeighbours, dataset: str, index: in
     vertices = plausible_vertices(x0, neighbours.query(x0, K_NEIGHBOURS.get(dataset, 20)))
     r = proplace(prep["model"], x0, vertices, delta=DELTAS[dataset], solver=requested)
     return dict(dataset=dataset, index=int(index), requested=requested, solver=r.solver, fallback_from=r.fallback_from,
-                status=r.status, iterations=r.iterations, outer_s=r.outer_time, inner_s=r.inner_time, l1=r.distance)
+                status=r.detail, iterations=r.iterations, outer_s=r.outer_time, inner_s=r.inner_time,
+                l1=None if r.x is None else r.distance / len(x0))  # the paper's normalised l1
 
 
 def solver_cell(*, dataset: str, index: int, requested: str, epochs: int | None, n_both: int, n_loo: int,

@@ -77,7 +77,7 @@ def toy_figure(toy: Toy):
         ax.scatter(*xp, marker="x", color=plots.PALETTE[2], s=50)
         ax.annotate(str(i), xp, xytext=(4, 4), textcoords="offset points")
     if toy.result.x is not None:
-        ax.scatter(*toy.result.x, marker="*", color=plots.PALETTE[3], s=120, label=f"PROPLACE ({toy.result.status})")
+        ax.scatter(*toy.result.x, marker="*", color=plots.PALETTE[3], s=120, label=f"PROPLACE ({toy.result.detail})")
     ax.set(xlim=(0, 1), ylim=(0, 1), aspect="equal")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1))
     return fig

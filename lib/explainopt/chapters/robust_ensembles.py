@@ -46,6 +46,8 @@ from ..verdicts import ClaimBook
 from . import paper_table
 
 #: The paper's grid of tolerances alpha (Section 5): robustness targets 1 - alpha from 0.5 to 0.99.
+#: Result fields stored under another name: the method's own status (a result's ``detail``) is the rows' ``status``.
+STORED = {"detail": "status"}
 ALPHAS = (0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05, 0.01)
 #: Isolation-forest contamination levels and 1-LOF penalty weights of the benchmarks (Section 5).
 CONTAMINATIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5)
@@ -202,7 +204,7 @@ def simulate(*, dataset: str, sim: int, n_estimators: int = 100, max_depth: int 
             row = {"dataset": dataset, "sim": sim, "n_estimators": n_estimators, "factual": i, "method": method,
                    "alpha": params.get("alpha"), "beta": params.get("beta"),
                    "contamination": params.get("contamination"), "lof_weight": params.get("lof_weight"),
-                   **{k: v for k, v in asdict(ce).items() if k != "x"}}
+                   **{STORED.get(k, k): v for k, v in asdict(ce).items() if k != "x"}}
             row["valid_retrained"] = (ce.x is not None
                                       and int(simulation.retrained.predict(ce.x.reshape(1, -1))[0]) == target)
             if keep_points:
@@ -304,7 +306,8 @@ def comparison_solver(frame, *, candidate: str = "gurobi") -> str | None:
 
 #: The columns of :func:`simulate`'s rows (an empty frame keeps them, e.g. a paper-scale store not filled yet).
 SIMULATION_COLUMNS = (["dataset", "sim", "n_estimators", "factual", "method", "alpha", "beta", "contamination",
-                       "lof_weight"] + [f.name for f in fields(EnsembleCounterfactual) if f.name != "x"]
+                       "lof_weight"] + [STORED.get(f.name, f.name) for f in fields(EnsembleCounterfactual)
+                                      if f.name != "x"]
                       + ["valid_retrained", "x0", "x"])
 
 

@@ -165,7 +165,7 @@ def region_instance(*, dataset: str, model: str, norm: str, rho: float, index: i
         random_state=random_state + index, solver=solver)
     return {
         "dataset": dataset, "model": model, "norm": norm, "rho": rho, "index": index,
-        "status": region.status, "converged": region.converged, "early_stop": region.early_stop,
+        "status": region.detail, "converged": region.converged, "early_stop": region.early_stop,
         "iterations": region.iterations, "time": region.time, "master_time": region.master_time,
         "adversarial_time": region.adversarial_time, "distance": region.distance, "rho_bar": region.rho_bar,
         "solver": region.solver, "fallback_from": region.fallback_from,
@@ -216,7 +216,7 @@ def single_leaf_instance(*, dataset: str, model: str, norm: str, rho: float, ind
         clf, region.x, rho=rho, norm=norm, target=region.target, n_samples=n_samples,
         random_state=random_state + index, solver=solver)
     return {"dataset": dataset, "model": model, "norm": norm, "rho": rho, "index": index,
-            "heuristic_status": region.status, "heuristic_distance": region.distance,
+            "heuristic_status": region.detail, "heuristic_distance": region.distance,
             "heuristic_time": region.time, "heuristic_certified": bool(cert and cert.certified)}
 
 
@@ -722,7 +722,7 @@ def tree_run(*, depth: int, index: int, rho: float = 0.05, time_limit: float = 1
     X2, _, tree = two_feature_tree(depth, random_state=random_state)
     region = robust_region(tree, X2[index], rho=rho, norm="linf", solver=solver, time_limit=time_limit)
     return {"depth": depth, "index": index, "x0": X2[index].tolist(), "rho": rho, "norm": region.norm,
-            "target": region.target, "status": region.status, "iterations": region.iterations,
+            "target": region.target, "status": region.detail, "iterations": region.iterations,
             "early_stop": region.early_stop, "rho_bar": region.rho_bar, "time": region.time, "solver": region.solver,
             "fallback_from": region.fallback_from,
             "history": [{"iteration": h.iteration, "x": np.asarray(h.x).tolist(), "distance": h.distance}
@@ -798,7 +798,7 @@ def path_region(*, method: str, rho: float, index: int, depth: int = PATH_DEPTH,
         tree, region.x, rho=rho if region.rho_bar is None else region.rho_bar, norm=norm, target=region.target,
         n_samples=n_samples, random_state=random_state + index, solver=solver)
     return {"method": method, "rho": float(rho), "x": None if region.x is None else np.asarray(region.x).tolist(),
-            "distance": region.distance, "status": region.status, "iterations": region.iterations,
+            "distance": region.distance, "status": region.detail, "iterations": region.iterations,
             "certified": bool(cert and cert.certified), "solver": region.solver}
 
 

@@ -48,8 +48,9 @@ from ..counterfactuals.ensembles import binomial_interval, ensemble_counterfactu
 from ..counterfactuals.proplace import RobustNeighbours, plausible_vertices, proplace
 from ..counterfactuals.regions import robust_region
 from ..counterfactuals.robustness import input_radius, largest_delta, score_margin
-from ..datasets import FeatureSpec, load_dataset
+from ..datasets import load_dataset
 from ..encoders import model_predict, torch_network
+from ..featurespace import box_spec
 from ..reporting import Claim
 from ..verdicts import ClaimBook, all_of_at_least
 from . import paper_table, solver_key
@@ -168,11 +169,6 @@ def models_table(results: list) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- methods
 
-def box_spec(n_features: int) -> list:
-    """Every feature continuous and free in [0, 1] (the relaxation all methods share)."""
-    return [FeatureSpec(f"x{j}") for j in range(n_features)]
-
-
 def stretch(x0, x, distance: float) -> np.ndarray:
     """The point on the ray from `x0` through `x` at normalised l1 distance `distance` (clipped to [0, 1]):
     the nearest counterfactual given another method's budget."""
@@ -183,7 +179,7 @@ def stretch(x0, x, distance: float) -> np.ndarray:
 
 def _ce(method, param, result, **extra) -> dict:
     return dict(method=method, param=param, x=None if result.x is None else np.asarray(result.x, float),
-                status=result.status, time=result.time, solver=result.solver,
+                status=result.detail, time=result.time, solver=result.solver,
                 fallback_from=getattr(result, "fallback_from", None), **extra)
 
 

@@ -40,8 +40,9 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from ..encoders import model_family, model_predict, torch_network
-from .base import Counterfactual, check_factual
+from ..encoders import torch_network
+from ..validation import counterfactual_inputs
+from .base import Counterfactual, contract
 from .costs import l1
 from .gradient import GRADIENT_SOLVER, Loss, Rounds, growing
 
@@ -50,7 +51,7 @@ from .gradient import GRADIENT_SOLVER, Loss, Rounds, growing
 class AdversarialRecourse(Counterfactual):
     """Result of :func:`adversarial_recourse` (fields of :class:`~.base.Counterfactual` first).
 
-    x: the accepted iterate, or the factual when none was accepted; status: ``converged`` (an iterate was
+    x: the accepted iterate, or the factual when none was accepted; detail: ``converged`` (an iterate was
     accepted) or ``round_limit`` (none in `rounds` x `steps` Adam steps); solver:
     :data:`~.gradient.GRADIENT_SOLVER`. valid: the model itself predicts `target` at x; robust_by_attack:
     x was accepted, i.e. the first-order perturbation s(x) did not flip it (the method's own, heuristic,
@@ -59,10 +60,8 @@ class AdversarialRecourse(Counterfactual):
     step normalised a zero gradient: module docstring), which ended the run without recourse.
     """
 
-    target: int = 1
-    valid: bool = False
+    target: object = 1
     robust_by_attack: bool = False
-    distance: float = float("nan")
     lam: float = float("nan")
     rounds: int = 0
     diverged: bool = False
@@ -117,7 +116,7 @@ def first_order_perturbation(net, x, *, rho: float, target: int):
     return rho * g / torch.linalg.vector_norm(g)
 
 
-def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lower=0.0, upper=1.0,
+def adversarial_recourse(model, x0, *, rho: float, target=None, lower=0.0, upper=1.0,
                          lam: float = 1.0, lam_growth: float = 0.9, rounds: int = 100, steps: int = 50,
                          learning_rate: float = 0.1, dtype=torch.float32) -> AdversarialRecourse:
     """Dominguez-Olmedo et al.'s Algorithm 1 (module docstring) for `model` at `x0` with l2 radius `rho`.
@@ -131,14 +130,10 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
     if not rho > 0:
         raise ValueError(f"rho must be positive, got {rho!r}")
     start = time.perf_counter()
-    if model_family(model) != "network":
-        raise TypeError(f"adversarial_recourse needs a ReLU MLPClassifier or a torch nn.Sequential, got "
-                        f"{type(model).__name__}")
+    checked = counterfactual_inputs(model, x0, target=target, lower=lower, upper=upper, families=("network",))
     net = torch_network(model).to(dtype)
-    x0 = check_factual(x0, net[0].in_features)
+    x0, target = checked.x0, checked.target
     x0_t = torch.as_tensor(x0, dtype=dtype)
-    if target is None:
-        target = 1 - int(model_predict(model, x0)[0])
     sign = 1.0 if target == 1 else -1.0
 
     def loss(lam):
@@ -157,8 +152,7 @@ def adversarial_recourse(model, x0, *, rho: float, target: int | None = None, lo
                              learning_rate=learning_rate, steps=steps, dtype=dtype)
     x = found.x if found.accepted else x0.copy()
     diverged = found.x is not None and not np.isfinite(found.x).all()
-    return AdversarialRecourse(
+    return contract(AdversarialRecourse(
         x, "converged" if found.accepted else "round_limit", time.perf_counter() - start, GRADIENT_SOLVER,
-        target=target, valid=bool(model_predict(model, x)[0] == target), robust_by_attack=found.accepted,
-        distance=l1(x, x0), lam=float("nan") if found.lam is None else float(found.lam), rounds=found.rounds,
-        diverged=diverged)
+        robust_by_attack=found.accepted, distance=l1(x, x0), lam=float("nan") if found.lam is None else float(found.lam),
+        rounds=found.rounds, diverged=diverged), model, x0, target)

@@ -15,7 +15,9 @@
 
 Each returns a :class:`~.base.Counterfactual` (x None when none was found). The gradient methods run the
 core of :mod:`.gradient` and name its optimiser, :data:`~.gradient.GRADIENT_SOLVER` (``adam``), as their
-solver.
+solver. All search class 1 (the favourable class of the papers) for a network on inputs in [0, 1]: `x0`
+must lie there, and a factual already of class 1 is refused
+(:func:`~explainopt.validation.require_class_one`).
 """
 
 from __future__ import annotations
@@ -27,8 +29,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..encoders import delta_robust, model_output, model_predict
-from .base import Counterfactual
+from ..encoders import delta_robust, model_output, model_predict, torch_network
+from ..encoders.networks import is_torch_sequential
+from ..validation import (check_matrix, check_positive, check_seed, counterfactual_inputs, require_class_one,
+                          target_label)
+from .base import Counterfactual, contract
 from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 from .nearest import nearest_counterfactual
 
@@ -37,33 +42,53 @@ from .nearest import nearest_counterfactual
 class MilpRResult(Counterfactual):
     """MILP-R's counterfactual: the last nearest counterfactual found (status ``robust`` when it passed
     the interval test, ``not_robust`` when the steps ran out, else the failing solver status); eps: the
-    logit margin that made it robust (None otherwise)."""
+    logit margin that made it robust (None otherwise). detail: the status above."""
 
     eps: float | None = None
     robust: bool = False
 
 
-def milp_r(model, x0, *, delta: float, eps0: float = 0.02, step: float = 0.2, max_steps: int = 25,
+def _class_one_inputs(model, x0, target, method, **solver_options) -> np.ndarray:
+    """The checked factual of a class-1 method on a network with inputs in [0, 1] (module docstring)."""
+    checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0), families=("network",),
+                                    **solver_options)
+    require_class_one(checked, method)
+    return checked.x0
+
+
+def milp_r(model, x0, *, delta: float, target=None, eps0: float = 0.02, step: float = 0.2, max_steps: int = 25,
            solver=None, time_limit=None) -> MilpRResult:
     """MILP-R with its own `delta` (the paper's delta_target): margins eps0, eps0 + step, ... until the
-    nearest l1 counterfactual in [0, 1] is Delta-robust."""
+    nearest l1 counterfactual in [0, 1] is Delta-robust.
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = milp_r(net, X[0], delta=0.01)
+    >>> ce.status, ce.detail, ce.valid
+    ('feasible', 'robust', True)
+    """
     if max_steps < 1:
         raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
+    check_positive(delta, "delta", strict=False)
     start = time.perf_counter()
-    x0 = np.asarray(x0, float)
+    x0 = _class_one_inputs(model, x0, target, "MILP-R", solver=solver, time_limit=time_limit)
     last = None
     for s in range(max_steps):  # every step solves the same model (only eps moves): one solver names them all
         eps = eps0 + s * step
         res = nearest_counterfactual(model, x0, lower=np.zeros_like(x0), upper=np.ones_like(x0), norm="l1",
-                                     margin=eps, solver=solver, time_limit=time_limit)
+                                     target=target_label(model, 1), margin=eps, solver=solver, time_limit=time_limit)
         if res.x is None:
             break
         last = np.clip(res.x, 0, 1)
         if delta_robust(model, last, delta=delta)[0]:
-            return MilpRResult(last, "robust", time.perf_counter() - start, res.solver, fallback_from=res.fallback_from,
-                               eps=eps, robust=True)
-    status = "not_robust" if last is not None else res.status
-    return MilpRResult(last, status, time.perf_counter() - start, res.solver, fallback_from=res.fallback_from)
+            return contract(MilpRResult(last, "robust", time.perf_counter() - start, res.solver,
+                                        fallback_from=res.fallback_from, eps=eps, robust=True), model, x0, 1)
+    status = "not_robust" if last is not None else res.detail
+    return contract(MilpRResult(last, status, time.perf_counter() - start, res.solver, fallback_from=res.fallback_from),
+                    model, x0, 1)
 
 
 def stability(model, X, *, sigma: float = 0.1, K: int = 1000, random_state=0) -> np.ndarray:
@@ -77,28 +102,39 @@ def stability(model, X, *, sigma: float = 0.1, K: int = 1000, random_state=0) ->
     return out
 
 
-def robx(model, x0, X_train, *, sigma: float = 0.1, K: int = 1000, tau: float = 0.5, n_line: int = 20,
+def robx(model, x0, X_train, *, target=None, sigma: float = 0.1, K: int = 1000, tau: float = 0.5, n_line: int = 20,
          random_state=0, base=None, solver=None) -> Counterfactual:
     """RobX over the training points predicted class 1; `base` is the nearest CE (computed if None).
 
-    status: ``line_search`` (a point between the base CE and the stable training point),
+    detail: ``line_search`` (a point between the base CE and the stable training point),
     ``training_point`` (the stable training point itself), ``no_stable_point``, or the status of the
     nearest-CE solve that found no base.
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = robx(net, X[0], X, K=100)
+    >>> ce.status, ce.valid
+    ('feasible', True)
     """
     start = time.perf_counter()
-    x0 = np.asarray(x0, float)
+    check_seed(random_state)
+    x0 = _class_one_inputs(model, x0, target, "RobX", solver=solver)
+    X_train = check_matrix(X_train, "X_train", x0.size)
     nearest = None
     if base is None:
-        nearest = nearest_counterfactual(model, x0, lower=np.zeros_like(x0), upper=np.ones_like(x0), solver=solver)
+        nearest = nearest_counterfactual(model, x0, lower=np.zeros_like(x0), upper=np.ones_like(x0),
+                                         target=target_label(model, 1), solver=solver)
         base = nearest.x
 
     def found(x, status):  # the solver is the nearest-CE solve's (none when `base` was given)
-        return Counterfactual(x, status, time.perf_counter() - start, nearest.solver if nearest else "",
-                              fallback_from=nearest.fallback_from if nearest else None)
+        return contract(Counterfactual(x, status, time.perf_counter() - start, nearest.solver if nearest else "",
+                                       fallback_from=nearest.fallback_from if nearest else None), model, x0, 1)
 
     if base is None:
-        return found(None, nearest.status)
-    X_train = np.asarray(X_train, float)
+        return found(None, nearest.detail)
     cand = X_train[model_predict(model, X_train) == 1]
     order = np.argsort(np.abs(cand - base).sum(axis=1))
     target = None
@@ -118,15 +154,17 @@ def robx(model, x0, X_train, *, sigma: float = 0.1, K: int = 1000, tau: float = 
     return found(target, "training_point")
 
 
-def _gradient_ce(model, x0, robust_shift: float, *, lam: float, lam_growth: float, rounds: int, steps: int,
+def _gradient_ce(model, x0, robust_shift: float, *, target, lam: float, lam_growth: float, rounds: int, steps: int,
                  learning_rate: float) -> Counterfactual:
     """The gradient core (:func:`~.gradient.multiplier_rounds`) on lam * (validity loss) + normalised l1,
-    lam growing until valid: status ``valid``, or ``not_valid`` with the last round's point."""
+    lam growing until valid: detail ``valid``, or ``not_valid`` with the last round's point. `model`: a
+    torch ``nn.Sequential`` (its own float64 copy is differentiated) or another network
+    (:func:`~explainopt.encoders.torch_network`)."""
     start = time.perf_counter()
-    net = copy.deepcopy(model).double()
+    x0 = _class_one_inputs(model, x0, target, "the gradient counterfactual")
+    net = copy.deepcopy(model).double() if is_torch_sequential(model) else torch_network(model)
     for p in net.parameters():
         p.requires_grad_(False)
-    x0 = np.asarray(x0, float)
     x0t = torch.as_tensor(x0)
     d = x0t.numel()
 
@@ -146,22 +184,42 @@ def _gradient_ce(model, x0, robust_shift: float, *, lam: float, lam_growth: floa
 
     found = multiplier_rounds(loss, valid, x0, growing(lam, lam_growth, rounds), lower=0.0, upper=1.0,
                               learning_rate=learning_rate, steps=steps)
-    return Counterfactual(found.x, "valid" if found.accepted else "not_valid", time.perf_counter() - start,
-                          GRADIENT_SOLVER)
+    return contract(Counterfactual(found.x, "valid" if found.accepted else "not_valid", time.perf_counter() - start,
+                                   GRADIENT_SOLVER), model, x0, 1)
 
 
-def wachter(model, x0, *, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8, steps: int = 300,
+def wachter(model, x0, *, target=None, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8, steps: int = 300,
             learning_rate: float = 0.01) -> Counterfactual:
-    """Wachter et al.: the first valid gradient-descent counterfactual as lam grows (else the last)."""
-    return _gradient_ce(model, x0, 0.0, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
+    """Wachter et al.: the first valid gradient-descent counterfactual as lam grows (else the last).
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = wachter(net, X[0])
+    >>> ce.status, ce.solver, ce.valid
+    ('feasible', 'adam', True)
+    """
+    return _gradient_ce(model, x0, 0.0, target=target, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
                         learning_rate=learning_rate)
 
 
-def roar_style(model, x0, *, delta: float, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8,
+def roar_style(model, x0, *, delta: float, target=None, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8,
                steps: int = 300, learning_rate: float = 0.01) -> Counterfactual:
     """ROAR-like robust recourse (module docstring): robust to the worst l_inf shift `delta` of a local
-    linear model's weights."""
-    return _gradient_ce(model, x0, delta, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
+    linear model's weights.
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
+    >>> roar_style(net, X[0], delta=0.01).valid
+    True
+    """
+    check_positive(delta, "delta", strict=False)
+    return _gradient_ce(model, x0, delta, target=target, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
                         learning_rate=learning_rate)
 
 

@@ -42,9 +42,12 @@ from sklearn.ensemble import IsolationForest
 
 from .. import solvers
 from ..encoders.trees import cell_distance_bound
+from ..featurespace import box_spec, data_spec
+from ..encoders import model_family
+from ..validation import check_model, check_spec, counterfactual_inputs
 from .base import is_valid
 from .costs import sparsity
-from .nearest import CounterfactualResult, check_target, counterfactual_problem, distance
+from .nearest import CounterfactualResult, checked_problem, distance
 
 #: The methods whose score threshold :func:`score_threshold` gives.
 SAA_METHODS = ("naive", "direct-saa", "robust-saa")
@@ -209,16 +212,16 @@ class EnsembleCounterfactual(CounterfactualResult):
     """One counterfactual of :func:`ensemble_counterfactual` (fields of
     :class:`~.nearest.CounterfactualResult` first; ``valid``: the forest's ``predict(x)`` is the target).
 
-    target, tau: the target class and its score threshold; score: the forest's own ``predict_proba`` of
-    the target class at ``x``; meets_threshold: ``score >= tau`` (checked with the true forest, not the
-    MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
+    target, tau: the target class (a label of ``forest.classes_``) and its score threshold; score: the
+    forest's own ``predict_proba`` of the target class at ``x``; meets_threshold: ``score >= tau`` (checked
+    with the true forest, not the MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
     with slack ``relaxation`` (``solve_time`` then counts both solves); n_changed: features changed by
     more than :data:`CHANGE_TOLERANCE` (:func:`~.costs.sparsity`, a one-hot group counting once);
     inlier: the isolation forest's decision at x, when one was given;
     reused: the point of a lower threshold, optimal here too (:func:`ensemble_counterfactuals`).
     """
 
-    target: int | None = None
+    target: object = None
     tau: float = 0.5
     score: float = float("nan")
     meets_threshold: bool = False
@@ -348,13 +351,37 @@ def _solve_at(problem, program, box, point, options) -> float:
         box[0].value, box[1].value = lower, upper
 
 
+def check_forest(forest) -> None:
+    """A fitted binary random forest (RandomForestClassifier, ExtraTreesClassifier): a model whose score is
+    a soft vote of its trees, on which a threshold tau has the meaning of Section 3; TypeError otherwise."""
+    check_model(forest)
+    if model_family(forest) != "ensemble" or hasattr(forest, "init_"):  # gradient boosting has an init_
+        raise TypeError(f"forest: tau is a threshold on the soft vote of a random forest (predict_proba); a "
+                        f"{type(forest).__name__} has no such vote (for gradient boosting, pass a threshold "
+                        "on its logit to nearest_counterfactual(threshold=...))")
+
+
+def _forest_inputs(forest, x0, spec, lower, upper, *, X, target, **solver_options):
+    """The checked inputs (:func:`~explainopt.validation.counterfactual_inputs`) and the feature spec of
+    an ensemble counterfactual: `spec`, else a box of `lower`/`upper`, else the types and box of `X`."""
+    check_forest(forest)
+    checked = counterfactual_inputs(forest, x0, lower=lower, upper=upper, X=X, target=target,
+                                    box="none" if spec is not None else "required", **solver_options)
+    if spec is None:
+        spec = data_spec(X) if X is not None and lower is None and upper is None else \
+            box_spec(checked.x0.size, checked.lower, checked.upper)
+    check_spec(spec, checked.x0)
+    return checked, spec
+
+
 def _check_tau(tau) -> float:
     if not 0.0 <= float(tau) <= 1.0:
         raise ValueError(f"tau must lie in [0, 1], got {tau!r}")
     return float(tau)
 
 
-def ensemble_counterfactual(forest, x0, *, spec, tau: float = 0.5, target: int | None = None, weights=None,
+def ensemble_counterfactual(forest, x0, spec=None, lower=None, upper=None, *, X=None, tau: float | None = None,
+                            alpha: float | None = None, beta: float | None = None, target=None, weights=None,
                             isolation_forest=None, lof: LofCandidates | None = None, lof_weight: float = 0.0,
                             penalty: float | None = None, margin: float = 1e-5, solver: str | None = None,
                             time_limit: float | None = None, mip_gap: float | None = 1e-4) -> EnsembleCounterfactual:
@@ -362,12 +389,16 @@ def ensemble_counterfactual(forest, x0, *, spec, tau: float = 0.5, target: int |
 
     Parameters
     ----------
-    forest : fitted binary RandomForestClassifier (the score is its soft vote, ``predict_proba``).
-    x0 : the factual (scaled features).
-    spec : the dataset's feature spec (kinds, bounds, actionability, one-hot groups).
-    tau : score threshold of the target class: 0.5 (naive), ``robustness_threshold`` (Direct-SAA),
-        ``robust_saa_threshold`` (Robust-SAA).
-    target : target class; default: the flipped prediction of the forest at ``x0``.
+    forest : fitted binary RandomForestClassifier or ExtraTreesClassifier (the score is its soft vote,
+        ``predict_proba``).
+    x0 : the factual: an array, a Series or a one-row DataFrame.
+    spec, lower, upper, X : the feature space: a dataset's feature spec (kinds, bounds, actionability,
+        one-hot groups); else continuous free features in the box `lower`/`upper` (scalars, arrays or
+        Series); else the types and box of the data `X` (:func:`~explainopt.featurespace.data_spec`).
+    tau : score threshold of the target class, or
+    alpha, beta : the threshold of Direct-SAA (``alpha``: :func:`robustness_threshold`) or, with ``beta``,
+        Robust-SAA (:func:`robust_saa_threshold`), for the forest's own ``n_estimators``. Neither: 0.5 (naive).
+    target : a label of ``forest.classes_``; default: the class other than the forest's prediction at ``x0``.
     weights : l1 weights; default :func:`feature_weights` (1/4 on non-continuous features).
     isolation_forest : a fitted IsolationForest whose inlier decision constrains x (App. B.2).
     lof, lof_weight : 1-LOF candidates and penalty weight lambda (App. B.3).
@@ -375,14 +406,30 @@ def ensemble_counterfactual(forest, x0, *, spec, tau: float = 0.5, target: int |
     margin : strictness of the score constraint (the authors use 1e-5).
 
     For several thresholds of one factual, :func:`ensemble_counterfactuals` builds the problem once.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.9], [0.9, 0.1], [1.0, 1.0]] * 5)
+    >>> forest = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, [0, 0, 1, 1] * 5)
+    >>> ce = ensemble_counterfactual(forest, X[0], X=X, alpha=0.2)
+    >>> ce.status, ce.target, ce.valid, ce.meets_threshold, round(ce.tau, 3)
+    ('optimal', 1, True, True, 0.673)
     """
-    return ensemble_counterfactuals(forest, x0, spec=spec, taus=[tau], target=target, weights=weights,
+    if tau is not None and alpha is not None:
+        raise ValueError("pass tau= or alpha= (with beta= for Robust-SAA), not both")
+    check_forest(forest)
+    if tau is None:
+        method = "naive" if alpha is None else "direct-saa" if beta is None else "robust-saa"
+        n = getattr(forest, "n_estimators", None)
+        tau = 0.5 if alpha is None else score_threshold(method, n_estimators=n, alpha=alpha, beta=beta)
+    return ensemble_counterfactuals(forest, x0, spec, lower, upper, X=X, taus=[tau], target=target, weights=weights,
                                     isolation_forest=isolation_forest, lof=lof, lof_weight=lof_weight,
                                     penalty=penalty, margin=margin, solver=solver, time_limit=time_limit,
                                     mip_gap=mip_gap)[0]
 
 
-def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = None, weights=None,
+def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X=None, taus, target=None, weights=None,
                              isolation_forest=None, lof: LofCandidates | None = None, lof_weight: float = 0.0,
                              penalty: float | None = None, margin: float = 1e-5, solver: str | None = None,
                              time_limit: float | None = None, mip_gap: float | None = 1e-4,
@@ -416,10 +463,11 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     """
     started = time.perf_counter()
     taus = [_check_tau(t) for t in taus]
-    weights = feature_weights(spec) if weights is None else np.asarray(weights, dtype=float)
-    problem = counterfactual_problem(forest, x0, spec, norm="l1", weights=weights)
-    x0 = problem.x0
-    target = 1 - int(forest.predict(x0.reshape(1, -1))[0]) if target is None else check_target(target)
+    checked, spec = _forest_inputs(forest, x0, spec, lower, upper, X=X, target=target, solver=solver,
+                                   time_limit=time_limit, mip_gap=mip_gap)
+    weights = feature_weights(spec) if weights is None else weights
+    problem = checked_problem(forest, checked, spec, norm="l1", weights=weights)
+    x0, weights, target = problem.x0, problem.weights, checked.target
     penalty = 5000.0 * len(x0) if penalty is None else float(penalty)
     inlier = None if isolation_forest is None else problem.encode(isolation_forest)
     objective, extra = _distance_objective(problem, weights, cell_bounds)
@@ -437,7 +485,7 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
     cuts = _cut_points(problem.encoding, problem.space.kinds)
     relaxation = None  # (program, slack), built when a hard problem is first infeasible
     infeasible_from = math.inf  # the lowest threshold whose hard problem is proven infeasible
-    class_index = list(forest.classes_).index(target)
+    class_index = target
     results: dict[float, EnsembleCounterfactual] = {}
     previous = None  # (result, encoded target score) of the last hard point proven optimal
     last = None  # the last hard point found (for a lower threshold): where a MIP start is sought
@@ -477,14 +525,14 @@ def ensemble_counterfactuals(forest, x0, *, spec, taus, target: int | None = Non
         x = solution.x
         last = None if relaxed else x
         if x is None:
-            results[tau] = EnsembleCounterfactual(**found, target=target, tau=tau, relaxed=relaxed)
+            results[tau] = EnsembleCounterfactual(**found, tau=tau, relaxed=relaxed)
             previous = None
             continue
         score = float(forest.predict_proba(x.reshape(1, -1))[0, class_index])
         slack = relaxation[1] if relaxed else None
         found["time"] = time.perf_counter() - tau_started
         results[tau] = EnsembleCounterfactual(
-            **found, target=target, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
+            **found, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
             relaxation=float(slack.value) if relaxed and slack.value is not None else 0.0,
             n_changed=sparsity(x, x0, tol=CHANGE_TOLERANCE, groups=[f.group for f in spec]),
             inlier=None if isolation_forest is None else bool(isolation_forest.predict(x.reshape(1, -1))[0] == 1))

@@ -28,26 +28,26 @@ from .. import solvers
 from ..encoders import Encoding, encode, model_output
 from ..encoders.trees import snap_to_chosen_leaves
 from ..featurespace import FeatureSpace, box_space, feature_space
-from .base import Counterfactual, check_factual, is_valid
+from ..validation import check_spec, check_vector, counterfactual_inputs, feature_names, target_label
+from .base import Counterfactual, contract
 
 NORMS = ("l1", "l2", "linf")
 
 
 @dataclass
 class CounterfactualResult(Counterfactual):
-    """A nearest counterfactual (fields of :class:`~.base.Counterfactual` first). distance: the distance
-    from the factual to x; valid: the true model predicts `target` at x (threshold rule when one was
-    given); solve_time: seconds inside the solver (cvxpy's compilation excluded where the solver reports
-    its own time); model_output: the model's own output at x (class-1 probability for trees/forests,
-    decision function otherwise); encoded_output: the encoding's; repaired: features moved (by at most
-    the solver's tolerance) onto the float32 side of a split the solver chose."""
+    """A nearest counterfactual (fields of :class:`~.base.Counterfactual` first; distance: in the norm and
+    weights minimized; detail: the solver's status). solve_time: seconds inside the solver (cvxpy's
+    compilation excluded where the solver reports its own time); model_output: the model's own output at
+    x (class-1 probability for trees/forests, decision function otherwise); encoded_output: the
+    encoding's; repaired: features moved (by at most the solver's tolerance) onto the float32 side of a
+    split the solver chose; target: the class sought, a label of ``model.classes_``."""
 
-    distance: float | None = None
-    valid: bool = False
     solve_time: float = 0.0
     model_output: float | None = None
     encoded_output: float | None = None
     repaired: int = 0
+    target: object = None
 
 
 def distance(diff, norm: str, weights=None):
@@ -66,13 +66,6 @@ def distance(diff, norm: str, weights=None):
     if norm == "l1":
         return weights @ cp.abs(diff)
     return {"l2": cp.norm2, "linf": cp.norm_inf}[norm](cp.multiply(weights, diff))
-
-
-def check_target(target) -> int:
-    """`target` as a class index 0 or 1; ValueError otherwise."""
-    if target not in (0, 1):
-        raise ValueError(f"target must be 0 or 1, got {target!r}")
-    return int(target)
 
 
 @dataclass
@@ -147,32 +140,51 @@ class CounterfactualProblem:
         x, repaired = snap_to_chosen_leaves(self.x.value, self.encodings)
         return Solution(res, x, repaired, solve_time)
 
-    def checked(self, solution: Solution, *, target: int, threshold: float | None = None, started: float) -> dict:
-        """The fields of :class:`CounterfactualResult` for `solution`, its point checked with the true
-        model (`threshold`: see :func:`~explainopt.counterfactuals.is_valid`); `started`:
-        ``time.perf_counter()`` at the call."""
-        res, x = solution.result, solution.x
-        fields = dict(x=x, status=res.status, solver=res.solver, fallback_from=res.fallback_from,
-                      solve_time=solution.solve_time, repaired=solution.repaired)
+    def checked(self, solution: Solution, *, target: int, started: float) -> dict:
+        """The fields of :class:`CounterfactualResult` for `solution` (`target`: the class index), its
+        point checked with the true model (:func:`~.base.contract`); `started`: ``time.perf_counter()``
+        at the call."""
+        res, x, model = solution.result, solution.x, self.encoding.model
+        out = dict(x=x, detail=res.status, solver=res.solver, fallback_from=res.fallback_from,
+                   valid=contract(Counterfactual(x, res.status, 0.0, res.solver), model, self.x0, target).valid,
+                   target=target_label(model, target), solve_time=solution.solve_time, repaired=solution.repaired)
         if x is not None:
-            model = self.encoding.model
-            fields.update(distance=self.distance_at(x), valid=is_valid(model, x, target, threshold),
-                          model_output=float(model_output(model, x)[0]),
-                          encoded_output=float(self.encoding.output.value))
-        return {**fields, "time": time.perf_counter() - started}
+            out.update(distance=self.distance_at(x), model_output=float(model_output(model, x)[0]),
+                       encoded_output=float(self.encoding.output.value))
+        return {**out, "time": time.perf_counter() - started}
 
 
-def counterfactual_problem(model, x0, spec=None, lower=None, upper=None, *, norm: str = "l1", weights=None,
+def counterfactual_problem(model, x0, spec=None, lower=None, upper=None, *, X=None, norm: str = "l1", weights=None,
                            **encode_options) -> CounterfactualProblem:
     """The feature space of `x0`, `model` encoded on it and the distance to `x0`, without a target.
 
-    spec: a dataset's FeatureSpec list (types, bounds, actionability, one-hot groups); otherwise
-    `lower`/`upper` (arrays) bound continuous free features. `encode_options` go to the encoder.
+    spec: a dataset's FeatureSpec list (types, bounds, actionability, one-hot groups); otherwise the box
+    `lower`/`upper` (scalars, arrays or Series) or the data `X` (its column minima and maxima) bounds
+    continuous free features. `encode_options` go to the encoder. Inputs are checked first
+    (:func:`explainopt.validation.counterfactual_inputs`).
     """
-    n = getattr(model, "n_features_in_", None)
-    x0 = check_factual(x0, n if spec is None else len(spec))
-    space = feature_space(spec, x0) if spec is not None else box_space(lower, upper, x0.size)
-    weights = None if weights is None else np.asarray(weights, dtype=float)
+    return checked_problem(model, _inputs(model, x0, spec, lower, upper, X=X), spec, norm=norm, weights=weights,
+                    **encode_options)
+
+
+def _inputs(model, x0, spec, lower, upper, *, X=None, target=None, **solver_options):
+    checked = counterfactual_inputs(model, x0, lower=lower, upper=upper, X=X, target=target,
+                                    box="none" if spec is not None else "required", **solver_options)
+    if spec is not None:
+        check_spec(spec, checked.x0)
+    return checked
+
+
+def checked_problem(model, checked, spec=None, *, norm: str = "l1", weights=None,
+                    **encode_options) -> CounterfactualProblem:
+    """:func:`counterfactual_problem` for inputs already checked (`checked`: the
+    :class:`~explainopt.validation.Inputs` of :func:`~explainopt.validation.counterfactual_inputs`)."""
+    x0 = checked.x0
+    space = feature_space(spec, x0) if spec is not None else box_space(checked.lower, checked.upper, x0.size)
+    if weights is not None:
+        weights = check_vector(weights, "weights", x0.size, names=feature_names(model))
+        if (weights < 0).any():
+            raise ValueError("weights must be non-negative")
     encoding = encode(model, space.x, lower=space.lower, upper=space.upper, **encode_options)
     return CounterfactualProblem(x0, space, encoding, distance(space.x - x0, norm, weights), norm, weights,
                                  [encoding], list(space.constraints) + encoding.constraints)
@@ -185,9 +197,10 @@ def nearest_counterfactual(
     lower=None,
     upper=None,
     *,
+    X=None,
     norm: str = "l1",
     weights=None,
-    target: int = 1,
+    target=None,
     threshold: float | None = None,
     margin: float = 1e-4,
     solver: str | None = None,
@@ -195,16 +208,43 @@ def nearest_counterfactual(
     mip_gap: float | None = None,
     **encode_options,
 ) -> CounterfactualResult:
-    """Nearest counterfactual of `x0` for which `model` predicts class index `target` (0 or 1).
+    """Nearest counterfactual of `x0`: ``min ||x - x0||`` such that `model` predicts `target`.
 
-    spec: a dataset's FeatureSpec list (types, bounds, actionability); otherwise `lower`/`upper`
-    (arrays) bound continuous free features. threshold: a score threshold tau on the scale of the
-    encoding's output (class-1 probability for trees/forests) replacing the model's decision rule;
-    target 1 then requires ``output >= tau + margin`` and target 0 ``output <= tau - margin``.
+    Parameters
+    ----------
+    model : a fitted binary classifier the encoders support (linear models, trees, forests, gradient
+        boosting, ReLU networks: :func:`explainopt.encoders.supported_models`).
+    x0 : the factual: an array, a pandas Series or a one-row DataFrame (aligned by feature name with
+        the model's ``feature_names_in_``).
+    spec : a dataset's FeatureSpec list (types, bounds, actionability); otherwise the box `lower`/`upper`
+        (scalars, arrays or Series) or the data `X` (its column minima and maxima) bounds continuous free
+        features. `x0` must lie in the domain.
+    norm, weights : the distance, ``l1`` (default), ``l2`` or ``linf``, optionally weighted per feature.
+    target : a label of ``model.classes_``; None (default): the class other than the prediction at `x0`.
+    threshold : a score threshold tau on the scale of the encoding's output (class-1 probability for
+        trees/forests, the logit otherwise) replacing the model's decision rule; target 1 then requires
+        ``output >= tau + margin`` and target 0 ``output <= tau - margin``.
+    solver, time_limit, mip_gap : see :func:`explainopt.solvers.solve`.
+
+    Returns
+    -------
+    CounterfactualResult
+        ``x``, ``status``, ``distance`` (in `norm`), ``valid`` (the model's own ``predict``), ``time``,
+        ``solver`` and the fields of :class:`~.base.Counterfactual`.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> model = LogisticRegression().fit([[0.0, 0.0], [1.0, 1.0]], ["no", "yes"])
+    >>> ce = nearest_counterfactual(model, [0.2, 0.1], lower=0.0, upper=1.0)
+    >>> ce.status, ce.target, ce.valid, round(ce.distance, 3)
+    ('optimal', 'yes', True, 0.7)
     """
     started = time.perf_counter()
-    target = check_target(target)
-    problem = counterfactual_problem(model, x0, spec, lower, upper, norm=norm, weights=weights, **encode_options)
+    checked = _inputs(model, x0, spec, lower, upper, X=X, target=target, solver=solver, time_limit=time_limit,
+                      mip_gap=mip_gap)
+    problem = checked_problem(model, checked, spec, norm=norm, weights=weights, **encode_options)
+    target = checked.target
     solution = problem.solve(problem.distance, problem.encoding.predicts(target, margin=margin, threshold=threshold),
                              solver=solver, time_limit=time_limit, mip_gap=mip_gap)
-    return CounterfactualResult(**problem.checked(solution, target=target, threshold=threshold, started=started))
+    return CounterfactualResult(**problem.checked(solution, target=target, started=started))

@@ -46,14 +46,14 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 import numpy as np
-import torch
 from sklearn.neighbors import KDTree
 
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
 from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer, segment_points
-from .base import Counterfactual
-from .costs import LofScorer, l1_distance
+from ..validation import check_matrix, counterfactual_inputs, require_class_one
+from .base import Counterfactual, contract
+from .costs import LofScorer, l1, l1_distance
 
 
 def _rows(X) -> np.ndarray:
@@ -140,7 +140,9 @@ def local_worst_case(model, x, *, delta: float, restarts: int = 10, steps: int =
                      random_state: int = 0) -> float:
     """Lowest logit at x found by projected gradient descent on the weight shifts (the paper's
     non-convex bilinear inner problem attacked locally, from the box centre and random vertices): an
-    upper bound of the true worst case, for checking :func:`worst_case_model`."""
+    upper bound of the true worst case, for checking :func:`worst_case_model` (needs torch)."""
+    import torch  # an extra: only this check needs it
+
     layers = network_layers(model)
     gen = torch.Generator().manual_seed(random_state)
     xt = torch.as_tensor(np.asarray(x, float))
@@ -209,16 +211,14 @@ INTERVAL_MARGIN = 1e-4
 @dataclass
 class ProplaceResult(Counterfactual):
     """A PROPLACE counterfactual (fields of :class:`~.base.Counterfactual` first; ``solver`` names every
-    solver of the outer and inner problems). status: 'optimal' (Algorithm 1 converged), 'certified'
+    solver of the outer and inner problems). detail: 'optimal' (Algorithm 1 converged), 'certified'
     (converged, then re-solved with the interval constraint to pass Definition 7), 'neighbour' (that
     re-solve failed numerically: the nearest Delta-robust vertex is returned), 'max_iter', or the
-    failing solver status. distance: normalised l1; valid / delta_valid: re-checked with model_predict
-    and IntervalNetwork; worst_case: the exact worst-case logit at x over Delta; interval_lower: the IBP
-    bound; history: (x', worst-case logit, IBP lower bound) per iteration; outer_solves: MILPs solved for
+    failing solver status. distance: l1 (the paper reports it divided by the number of features:
+    :func:`~.costs.l1_distance`); valid / delta_valid: re-checked with model_predict and IntervalNetwork;
+    worst_case: the exact worst-case logit at x over Delta; interval_lower: the IBP bound; history: (x', worst-case logit, IBP lower bound) per iteration; outer_solves: MILPs solved for
     the outer problems (more than the iterations where a lazy outer problem took a network back)."""
 
-    distance: float | None = None
-    valid: bool = False
     delta_valid: bool = False
     worst_case: float | None = None
     interval_lower: float | None = None
@@ -390,9 +390,9 @@ def _outer(models, active, x0, V, *, margin, interval=None, tighten, lazy, hull_
         active.append(left[int(np.argmin(logits))])
 
 
-def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_iter: int = 30, certify: bool = True,
-             tighten: bool = True, lazy: bool = True, ball: bool = True, cutoff: bool = True, sub_mips: bool = False,
-             solver=None, time_limit=None) -> ProplaceResult:
+def proplace(model, x0, vertices, *, delta: float, target=None, margin: float = 0.01, max_iter: int = 30,
+             certify: bool = True, tighten: bool = True, lazy: bool = True, ball: bool = True, cutoff: bool = True,
+             sub_mips: bool = False, solver=None, time_limit=None) -> ProplaceResult:
     """Algorithm 1 of PROPLACE over the plausible region with the given `vertices` (factual first).
 
     Repeats outer (eq. 5) / inner (eq. 6, exact MILP) until the worst-case shifted model still gives
@@ -409,10 +409,26 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
     to the solver as an objective cutoff; ``sub_mips=False``, the outer MILPs are solved without the solver's sub-MIP heuristics
     (:data:`SUB_MIPS`). Among optima tied within the solver's gap these may lead the solver to another
     one, which Algorithm 1 then follows.
+
+    The method searches class 1 (the paper's favourable class) in the plausible region (inputs in
+    [0, 1]): `target` None or the class-1 label; a factual the network already predicts as class 1 is
+    refused with a ValueError.
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = proplace(net, X[0], [X[0], X[2], X[3]], delta=0.01)
+    >>> ce.status, ce.valid, ce.delta_valid
+    ('optimal', True, True)
     """
     start = time.perf_counter()
-    x0 = np.asarray(x0, float).ravel()
-    V = _rows(vertices)
+    checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0), solver=solver,
+                                    time_limit=time_limit, families=("network",))
+    require_class_one(checked, "proplace")
+    x0 = checked.x0
+    V = check_matrix(vertices, "vertices", x0.size)
     models, active = [network_layers(model)], [0]
     result = ProplaceResult(None, "max_iter", 0.0, "")
     solves, hull_bounds = [], {}
@@ -426,7 +442,7 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
         result.outer_solves += len(outer)
         result.iterations = it
         if xp is None:
-            result.status = outer[-1].status
+            result.detail = outer[-1].status
             break
         wc = worst_case_model(model, xp, delta=delta, solver=solver, time_limit=time_limit)
         solves.append(wc)
@@ -434,27 +450,26 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
         result.history.append((xp, wc.output, wc.interval_lower))
         result.x, result.lambdas = xp, lam
         if wc.output >= 0:
-            result.status = "optimal"
+            result.detail = "optimal"
             break
         models.append(wc.layers)
         if lazy:  # keep the networks binding at x' (the others are checked, and come back if violated)
             active[:] = [i for i in active if forward(models[i], xp[None])[0] <= margin + BINDING]
         active.append(len(models) - 1)
-    if result.status == "optimal" and certify and not delta_robust(model, result.x, delta=delta)[0]:
+    if result.detail == "optimal" and certify and not delta_robust(model, result.x, delta=delta)[0]:
         xp, lam, outer = _outer(models, active, x0, V, interval=IntervalNetwork(model, delta=delta), **options)
         solves += outer
         result.outer_time += sum(r.solve_time for r in outer)
         result.outer_solves += len(outer)
         if xp is not None and delta_robust(model, xp, delta=delta)[0]:
-            result.x, result.lambdas, result.status = xp, lam, "certified"
+            result.x, result.lambdas, result.detail = xp, lam, "certified"
         else:  # numerically borderline: fall back to the nearest Delta-robust vertex (a robust neighbour)
             ok = np.flatnonzero(delta_robust(model, V, delta=delta) & (model_predict(model, V) == 1))
             if ok.size:
                 j = ok[np.argmin(np.abs(V[ok] - x0).sum(axis=1))]
-                result.x, result.lambdas, result.status = V[j], np.eye(len(V))[j], "neighbour"
+                result.x, result.lambdas, result.detail = V[j], np.eye(len(V))[j], "neighbour"
     if result.x is not None:
-        result.distance = l1_distance(result.x, x0)
-        result.valid = bool(model_predict(model, result.x[None])[0] == 1)
+        result.distance = l1(result.x, x0)
         result.delta_valid = bool(delta_robust(model, result.x, delta=delta)[0])
         result.interval_lower = float(interval_lower(model, result.x, delta=delta)[0])
         wc = worst_case_model(model, result.x, delta=delta, solver=solver)
@@ -462,7 +477,7 @@ def proplace(model, x0, vertices, *, delta: float, margin: float = 0.01, max_ite
         result.worst_case = wc.output
     result.solver, result.fallback_from = _solvers_of(solves)
     result.time = time.perf_counter() - start
-    return result
+    return contract(result, model, x0, checked.target)
 
 
 # ------------------------------------------------------------------------------------ metrics

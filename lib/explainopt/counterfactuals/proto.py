@@ -32,7 +32,8 @@ import numpy as np
 from sklearn.neighbors import KDTree
 
 from ..encoders import interval_lower, model_predict, network_layers
-from .base import Counterfactual
+from ..validation import check_matrix, check_positive, counterfactual_inputs, require_class_one
+from .base import Counterfactual, contract
 
 SOLVER = "ista"  # the method's own proximal gradient optimiser
 
@@ -40,7 +41,7 @@ SOLVER = "ista"  # the method's own proximal gradient optimiser
 @dataclass
 class ProtoResult(Counterfactual):
     """A prototype-guided CE (fields of :class:`~.base.Counterfactual` first; x None without a valid one);
-    status ``valid`` / ``not_found`` for the base method, ``robust`` / ``not_robust`` / ``not_found`` for
+    detail ``valid`` / ``not_found`` for the base method, ``robust`` / ``not_robust`` / ``not_found`` for
     Proto-R; the prototype, the hyperparameters of the run that produced x, the interval lower bound at x
     and the rounds used."""
 
@@ -117,13 +118,29 @@ def proto_counterfactual(model, x0, proto, *, c: float = 10.0, beta: float = 0.1
                        beta=beta)
 
 
-def proto_r(model, x0, X_train, *, delta: float, k: int = 20, c: float = 10.0, theta: float = 10.0, beta: float = 0.1,
-            kappa_step: float = 0.1, max_rounds: int = 10, **options) -> ProtoResult:
+def proto_r(model, x0, X_train, *, delta: float, target=None, k: int = 20, c: float = 10.0, theta: float = 10.0,
+            beta: float = 0.1, kappa_step: float = 0.1, max_rounds: int = 10, **options) -> ProtoResult:
     """Proto-R: the base method re-run with the hyperparameter schedule of the module docstring until its
     CE is Delta-robust by Definition 7 (interval lower bound >= 0 with `delta`); `kappa_step` > 0 also
-    raises the hinge's confidence kappa by that much per round (capped at 0.9; 0 = the authors' schedule)."""
+    raises the hinge's confidence kappa by that much per round (capped at 0.9; 0 = the authors' schedule).
+    Class 1 only (a factual of class 1 is refused), in the box ``lower``/``upper`` of `options` (default [0, 1]).
+
+    Examples
+    --------
+    >>> from sklearn.neural_network import MLPClassifier
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = proto_r(net, X[0], X, delta=0.01)
+    >>> ce.status, ce.valid
+    ('feasible', True)
+    """
     start = time.perf_counter()
-    x0 = np.asarray(x0, float).ravel()
+    check_positive(delta, "delta", strict=False)
+    checked = counterfactual_inputs(model, x0, target=target, lower=options.get("lower", 0.0),
+                                    upper=options.get("upper", 1.0), families=("network",))
+    require_class_one(checked, "Proto-R")
+    x0 = checked.x0
+    X_train = check_matrix(X_train, "X_train", x0.size)
     proto = prototype(model, x0, X_train, k=k)
     best, best_bound, best_run = None, -np.inf, None
     rounds, kappa = 0, 0.0
@@ -139,10 +156,11 @@ def proto_r(model, x0, X_train, *, delta: float, k: int = 20, c: float = 10.0, t
             break
         c, theta, kappa = c + 10, theta / 2, min(kappa + kappa_step, 0.9)
     status = "not_found" if best is None else ("robust" if best_bound >= 0 else "not_robust")
-    return ProtoResult(best, status, time.perf_counter() - start, SOLVER, prototype=proto,
-                       c=None if best_run is None else best_run.c, theta=None if best_run is None else best_run.theta,
-                       beta=None if best_run is None else best_run.beta,
-                       interval_lower=None if best is None else best_bound, rounds=rounds + 1)
+    return contract(ProtoResult(best, status, time.perf_counter() - start, SOLVER, prototype=proto,
+                                c=None if best_run is None else best_run.c,
+                                theta=None if best_run is None else best_run.theta,
+                                beta=None if best_run is None else best_run.beta,
+                                interval_lower=None if best is None else best_bound, rounds=rounds + 1), model, x0, 1)
 
 
 __all__ = ["ProtoResult", "SOLVER", "logit_and_gradient", "proto_counterfactual", "proto_r", "prototype"]

@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from ..encoders import model_predict
-from .base import Counterfactual, check_factual
+from ..validation import check_matrix, check_seed, counterfactual_inputs, require_class_one
+from .base import Counterfactual, contract
 
 SOLVER = "pgd"  # projected gradient descent
 #: The reference code's step size of every projected-gradient loop, and its patience.
@@ -48,7 +49,7 @@ PATIENCE = 10
 
 @dataclass
 class RbrResult(Counterfactual):
-    """RBR's recourse (fields of :class:`~.base.Counterfactual` first): status ``valid`` (the model gives
+    """RBR's recourse (fields of :class:`~.base.Counterfactual` first): detail ``valid`` (the model gives
     class 1) or ``not_valid`` (x is still the last iterate); budget: the l1 radius
     ``||x0 - x_b||_1 + delta_plus``; objective: F at x (module docstring); iterations: outer steps taken."""
 
@@ -156,14 +157,18 @@ def project_l1(v, x0, radius: float) -> np.ndarray:
     return x0 + np.sign(w) * np.maximum(a - theta, 0)
 
 
-def rbr(model, x0, X_train, *, delta_plus: float = 1.0, sigma: float = 1.0, eps_op: float = 1.0,
+def rbr(model, x0, X_train, *, target=None, delta_plus: float = 1.0, sigma: float = 1.0, eps_op: float = 1.0,
         eps_pe: float = 1.0, n_samples: int = 200, perturb_radius: float = 0.2, n_candidates: int = 1000,
         max_iter: int = 500, random_state=10) -> RbrResult:
     """RBR (module docstring) for `model` at `x0`; `X_train`: the points the boundary search starts from
     (the reference code: the model's training rows); `random_state`: the sampling seed (the PROPLACE
-    notebooks' ``check_random_state(10)``)."""
+    notebooks' ``check_random_state(10)``); `target`: None or class 1 (a factual of class 1 is refused)."""
     start = time.perf_counter()
-    x0 = check_factual(x0, np.asarray(X_train).shape[1])
+    check_seed(random_state)
+    checked = counterfactual_inputs(model, x0, target=target, box="none")
+    require_class_one(checked, "RBR")
+    x0 = checked.x0
+    X_train = check_matrix(X_train, "X_train", x0.size)
     x_b = boundary_point(model, x0, X_train, n_candidates=n_candidates)
     S = ball_samples(x_b, radius=perturb_radius, n=n_samples, random_state=random_state)
     labels = model_predict(model, S)
@@ -183,8 +188,8 @@ def rbr(model, x0, X_train, *, delta_plus: float = 1.0, sigma: float = 1.0, eps_
             break
         best = min(best, F)
     valid = bool(model_predict(model, x[None])[0] == 1)
-    return RbrResult(x, "valid" if valid else "not_valid", time.perf_counter() - start, SOLVER, budget=budget,
-                     objective=F, iterations=t + 1)
+    return contract(RbrResult(x, "valid" if valid else "not_valid", time.perf_counter() - start, SOLVER,
+                              budget=budget, objective=F, iterations=t + 1), model, x0, 1)
 
 
 __all__ = ["RbrResult", "SOLVER", "ball_samples", "boundary_point", "project_l1", "rbr", "worst_case_odds"]

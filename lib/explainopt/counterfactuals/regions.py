@@ -57,7 +57,8 @@ from .. import solvers
 from ..encoders import Tree, encode, linear_weights, model_family, model_predict, tree_ensemble
 from ..encoders.networks import _neuron_states, forward, network_layers, propagate_bounds
 from ..encoders.trees import _split_keys, _walk
-from .base import Counterfactual, check_factual
+from ..validation import counterfactual_inputs
+from .base import Counterfactual, contract
 from .nearest import distance
 
 NORMS = ("linf", "l2")
@@ -488,7 +489,7 @@ class RobustRegion(Counterfactual):
     rho: float = math.nan
     norm: str = "linf"
     objective: str = "l1"
-    target: int = 1
+    target: object = 1
     iterations: int = 0
     distance: float = math.nan
     master_time: float = 0.0
@@ -501,11 +502,11 @@ class RobustRegion(Counterfactual):
 
     @property
     def converged(self) -> bool:
-        return self.status == "converged"
+        return self.detail == "converged"
 
     @property
     def early_stop(self) -> bool:
-        return self.status in ("time_limit", "iteration_limit")
+        return self.detail in ("time_limit", "iteration_limit")
 
     @property
     def radius(self) -> float:
@@ -771,31 +772,18 @@ class PersistentMaster:
         return res, None if res.values is None else res.values[self.x], 0.0
 
 
-def _bounds(value, default: float, n: int, name: str) -> np.ndarray:
-    """One side of the domain as an array; None means unbounded (``default`` = -inf or +inf)."""
-    side = np.broadcast_to(np.asarray(default if value is None else value, dtype=float), (n,)).copy()
-    if np.isnan(side).any():
-        raise ValueError(f"{name} contains NaN")
-    return side
-
-
-def _setup(model, x0, *, rho, norm, objective, target, lower, upper):
+def _setup(model, x0, *, rho, norm, objective, target, lower, upper, X=None, solver=None, time_limit=None):
     """Validated inputs shared by :func:`robust_region` and :func:`single_leaf_region` (the domain
-    sides may be infinite: None or +-inf mean unbounded)."""
+    sides may be infinite: None or +-inf mean unbounded; `X`, when given, gives the box instead)."""
     _check_norm(norm)
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r}: expected one of {OBJECTIVES}")
     if not rho > 0:
         raise ValueError(f"rho must be positive, got {rho!r}")
-    family = _family(model)
-    x0 = check_factual(x0, getattr(model, "n_features_in_", None))
-    lower, upper = _bounds(lower, -np.inf, len(x0), "lower"), _bounds(upper, np.inf, len(x0), "upper")
-    if (lower > upper).any():
-        j = int(np.argmax(lower > upper))
-        raise ValueError(f"lower[{j}]={lower[j]} exceeds upper[{j}]={upper[j]}")
-    if target is None:
-        target = 1 - int(model_predict(model, x0)[0])
-    return family, x0, lower, upper, target
+    checked = counterfactual_inputs(model, x0, target=target, lower=None if X is not None else lower,
+                                    upper=None if X is not None else upper, X=X, box="optional", solver=solver,
+                                    time_limit=time_limit, families=FAMILIES)
+    return checked.family, checked.x0, checked.lower, checked.upper, checked.target
 
 
 #: How far past the farthest split threshold (plus rho) an unbounded side of a tree model's domain is
@@ -906,8 +894,8 @@ CELL_CUTS = 8
 MAX_WIDENINGS = 4
 
 
-def robust_region(model, x0, *, rho: float, norm: str = "linf", target: int | None = None,
-                  lower=0.0, upper=1.0, objective: str = "l1", epsilon: float = 1e-6,
+def robust_region(model, x0, *, rho: float, norm: str = "linf", target=None,
+                  lower=0.0, upper=1.0, X=None, objective: str = "l1", epsilon: float = 1e-6,
                   max_iterations: int = 200, time_limit: float = 1000.0, solver=None, margin: float = 1e-4,
                   track_radius: bool = False, tree_method: str = "auto", cuts: int | None = None,
                   reach: float = 1.0, random_state=0) -> RobustRegion:
@@ -917,11 +905,13 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target: int | No
     ----------
     model : a fitted binary classifier of a family in :data:`FAMILIES` (linear, decision tree, forest,
         gradient boosting, ReLU network).
-    x0 : the factual instance.
+    x0 : the factual instance: an array, a Series or a one-row DataFrame.
     rho, norm : the uncertainty set ``{s : ||s|| <= rho}`` with ``norm`` ``linf`` (box) or ``l2`` (ball).
-    target : the class the region must have; default: the opposite of the model's prediction at `x0`.
-    lower, upper : the feature domain X (scalars or arrays; None or +-inf: unbounded on that side, the
-        paper's setting; the data's box, e.g. [0, 1] for min-max scaled data, otherwise). An unbounded
+    target : the class the region must have, a label of ``model.classes_``; default (None): the class
+        other than the model's prediction at `x0`.
+    lower, upper : the feature domain X (scalars, arrays or Series; None or +-inf: unbounded on that
+        side, the paper's setting; the data's box, e.g. [0, 1] (the default) for min-max scaled data,
+        otherwise); `x0` must lie in it. X : data whose column minima and maxima give the box instead. An unbounded
         domain is solved exactly: linear models need no box; for trees and ensembles it is closed just
         beyond every split threshold (:func:`tree_domain`, exact); for networks at ``x0 -+ reach``
         per feature, and the answer is kept only when its distance is at most ``reach``: every closer
@@ -950,12 +940,12 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target: int | No
         only the number of master solves changes (see :data:`CUTS`, :data:`CELL_CUTS`).
     """
     family, x0, lower, upper, target = _setup(model, x0, rho=rho, norm=norm, objective=objective, target=target,
-                                              lower=lower, upper=upper)
+                                              lower=lower, upper=upper, X=X, solver=solver, time_limit=time_limit)
     if not (cuts is None or isinstance(cuts, (int, np.integer)) and cuts >= 1):
         raise ValueError(f"cuts must be a positive integer, got {cuts!r}")
     if family == LINEAR:
-        return _linear_region(model, x0, rho=rho, norm=norm, target=target, lower=lower, upper=upper,
-                              objective=objective, margin=margin, solver=solver)
+        return contract(_linear_region(model, x0, rho=rho, norm=norm, target=target, lower=lower, upper=upper,
+                                       objective=objective, margin=margin, solver=solver), model, x0, target)
     if not reach > 0:
         raise ValueError(f"reach must be positive, got {reach!r}")
     boxes = _boxes_if_trees(model, family)
@@ -981,7 +971,8 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target: int | No
             break
         # the optimum is at most as far as the robust region found (slack: the MIP gap), else widen
         reach = loop.history[-1].distance * (1 + 1e-3) if status == "converged" else reach * 4
-    return loop.result(status, time.perf_counter() - start, lo, hi, track_radius=track_radius)
+    return contract(loop.result(status, time.perf_counter() - start, lo, hi, track_radius=track_radius), model, x0,
+                    target)
 
 
 class _Loop:
@@ -1062,7 +1053,7 @@ class _Loop:
         result = RobustRegion(
             None, status, elapsed, "+".join(sorted(self.used - {"closed form"})) or "closed form",
             fallback_from="+".join(sorted(self.refused - {None})) or None, rho=self.rho, norm=self.norm,
-            objective=self.objective, target=self.target, iterations=len(history),
+            objective=self.objective, iterations=len(history),
             master_time=sum(h.master_time for h in history),
             adversarial_time=sum(h.adversarial_time for h in history), history=history,
             compile_time=sum(h.master_compile_time + h.adversarial_compile_time for h in history),
@@ -1074,7 +1065,7 @@ class _Loop:
                                              target=self.target, cap=self.rho, solver=self.solver)
         if status == "converged":
             result.x, result.distance = history[-1].x, history[-1].distance
-        elif history:
+        elif history and status in ("time_limit", "iteration_limit"):  # infeasible: no robust x at rho exists
             best = max(history, key=lambda h: (np.nan_to_num(h.radius, nan=-1.0), -h.iteration))
             # the certified radius is the distance to the other class: the ball of exactly that radius
             # touches it (a closed leaf side ``x <= t`` is adverse on the boundary), so rho-bar is taken a
@@ -1101,15 +1092,15 @@ def _linear_region(model, x0, *, rho, norm, target, lower, upper, objective, mar
         np.asarray(x.value) if ok else None,
         "converged" if ok else ("infeasible" if res.status == solvers.INFEASIBLE else "no_solution"),
         res.solve_time, res.solver, fallback_from=res.fallback_from, rho=rho, norm=norm, objective=objective,
-        target=target, iterations=0, distance=res.objective if ok else math.nan, master_time=res.solve_time,
+        iterations=0, distance=res.objective if ok else math.nan, master_time=res.solve_time,
         compile_time=_compile_time(problem), domain=(lower, upper),
     )
 
 
 # =========================================================================== heuristic (eqs. 36-39)
 
-def single_leaf_region(model, x0, *, rho: float, norm: str = "linf", target: int | None = None,
-                       lower=0.0, upper=1.0, objective: str = "l1", margin: float = 1e-5) -> RobustRegion:
+def single_leaf_region(model, x0, *, rho: float, norm: str = "linf", target=None,
+                       lower=0.0, upper=1.0, X=None, objective: str = "l1", margin: float = 1e-5) -> RobustRegion:
     """The single-leaf heuristic for decision trees (eqs. 36-39): the whole set inside one target leaf.
 
     For axis-aligned splits ``rho * ||a_j||_* = rho`` in both norms, so each leaf's problem is the
@@ -1118,7 +1109,7 @@ def single_leaf_region(model, x0, *, rho: float, norm: str = "linf", target: int
     """
     start = time.perf_counter()
     family, x0, lower, upper, target = _setup(model, x0, rho=rho, norm=norm, objective=objective, target=target,
-                                              lower=lower, upper=upper)
+                                              lower=lower, upper=upper, X=X)
     if family != TREE:
         raise TypeError(f"the single-leaf heuristic is for a DecisionTreeClassifier, got {type(model).__name__}")
     boxes = tree_boxes(model)
@@ -1127,14 +1118,14 @@ def single_leaf_region(model, x0, *, rho: float, norm: str = "linf", target: int
     hi = np.minimum(boxes.hi[0][good] - rho - margin, upper)  # float32 casting: margins on both sides
     feasible = np.all(lo <= hi, axis=1)
     result = RobustRegion(None, "infeasible", 0.0, "closed form", rho=rho, norm=norm, objective=objective,
-                          target=target, iterations=1)
+                          iterations=1)
     if feasible.any():
         proj = np.clip(x0, lo[feasible], hi[feasible])
         dist = np.array([_np_norm(p - x0, objective) for p in proj])
         i = int(np.argmin(dist))
-        result.x, result.distance, result.status = proj[i], float(dist[i]), "converged"
+        result.x, result.distance, result.detail = proj[i], float(dist[i]), "converged"
     result.time = result.master_time = time.perf_counter() - start
-    return result
+    return contract(result, model, x0, target)
 
 
 # =========================================================================== certification

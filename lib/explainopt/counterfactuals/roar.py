@@ -32,7 +32,8 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from ..encoders import model_predict
-from .base import Counterfactual
+from ..validation import check_matrix, check_positive, check_seed, counterfactual_inputs, require_class_one
+from .base import Counterfactual, contract
 from .gradient import GRADIENT_SOLVER, descend, multiplier_rounds
 
 LAMBDAS = (1.0, 0.5, 0.25, 0.1, 0.05, 0.025, 0.01, 0.005, 0.001)  # cost weights tried, cheapest recourse first
@@ -53,7 +54,7 @@ class LinearSurrogate:
 
 @dataclass
 class RoarResult(Counterfactual):
-    """ROAR's recourse: status ``valid`` (the model gives the target class), ``not_valid`` (no lam of the
+    """ROAR's recourse: detail ``valid`` (the model gives the target class), ``not_valid`` (no lam of the
     schedule gave a valid recourse; x is the last one tried); lam: the cost weight used; surrogate: the
     local linear model; robust_score: the surrogate's worst-case score at x over the l_inf ball."""
 
@@ -125,20 +126,37 @@ def roar_recourse(surrogate: LinearSurrogate, x0, *, delta_max: float, lam: floa
                    learning_rate=learning_rate, steps=steps, tol=tol, amsgrad=AMSGRAD)
 
 
-def roar(model, x0, X_train, *, delta_max: float, lambdas=LAMBDAS, n_samples: int = 5000, random_state=0,
-         learning_rate: float = 0.01, tol: float = 1e-4, steps: int = 3000) -> RoarResult:
+def roar(model, x0, X_train, *, delta_max: float, target=None, lambdas=LAMBDAS, n_samples: int = 5000,
+         random_state=0, learning_rate: float = 0.01, tol: float = 1e-4, steps: int = 3000) -> RoarResult:
     """ROAR with a LIME surrogate: the recourse of the first cost weight in `lambdas` (largest first)
-    that `model` classifies as 1 (module docstring; the rounds of :func:`~.gradient.multiplier_rounds`)."""
+    that `model` classifies as 1 (module docstring; the rounds of :func:`~.gradient.multiplier_rounds`);
+    a factual of class 1 is refused. Inputs in [0, 1].
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
+    >>> model = LogisticRegression().fit(X, [0, 0, 1, 1] * 10)
+    >>> ce = roar(model, X[0], X, delta_max=0.01, n_samples=500)
+    >>> ce.status, ce.valid
+    ('feasible', True)
+    """
     start = time.perf_counter()
-    x0 = np.asarray(x0, float).ravel()
+    check_seed(random_state)
+    check_positive(delta_max, "delta_max", strict=False)
+    checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0))
+    require_class_one(checked, "ROAR")
+    x0 = checked.x0
+    X_train = check_matrix(X_train, "X_train", x0.size)
     surrogate = lime_surrogate(model, x0, X_train, n_samples=n_samples, random_state=random_state)
     found = multiplier_rounds(lambda lam: roar_loss(surrogate, x0, delta_max=delta_max, lam=lam),
                               lambda xp: model_predict(model, xp[None])[0] == 1, x0, lambdas,
                               learning_rate=learning_rate, steps=steps, tol=tol, amsgrad=AMSGRAD)
     xp = found.x
-    return RoarResult(xp, "valid" if found.accepted else "not_valid", time.perf_counter() - start, GRADIENT_SOLVER,
-                      lam=found.lam, surrogate=surrogate,
-                      robust_score=None if xp is None else robust_score(surrogate, xp, delta_max))
+    return contract(RoarResult(xp, "valid" if found.accepted else "not_valid", time.perf_counter() - start,
+                               GRADIENT_SOLVER, lam=found.lam, surrogate=surrogate,
+                               robust_score=None if xp is None else robust_score(surrogate, xp, delta_max)),
+                    model, x0, 1)
 
 
 __all__ = ["GRADIENT_SOLVER", "LAMBDAS", "LinearSurrogate", "RoarResult", "lime_surrogate", "roar", "roar_loss",

@@ -81,10 +81,12 @@ class Encoding:
         raise ValueError(f"target must be 0 or 1 for a binary classifier, got {target!r}")
 
 
-def register(*model_types: type, family: str, output: Callable, predict: Callable) -> Callable:
+def register(*model_types: type | str, family: str, output: Callable, predict: Callable) -> Callable:
     """Decorator registering an encoder function for `model_types` of a `family` (one of
     ``FAMILIES``), with the model's own `output` and `predict` functions (both
-    ``(model, X) -> array``) used to verify what the encoding claims.
+    ``(model, X) -> array``) used to verify what the encoding claims. A type may be given by its full
+    name (``"torch.nn.modules.container.Sequential"``, see ``type_names``), so that its library is
+    imported only where such a model is used.
 
     Examples
     --------
@@ -106,10 +108,18 @@ def register(*model_types: type, family: str, output: Callable, predict: Callabl
     return wrap
 
 
+def type_names(model) -> set[str]:
+    """The full names (``module.QualifiedName``) of the model's type and its base classes."""
+    return {f"{c.__module__}.{c.__qualname__}" for c in type(model).__mro__}
+
+
 def _family(model) -> _Family:
     family = _ENCODERS.get(type(model))
     if family is None:
-        family = next((f for t, f in _ENCODERS.items() if isinstance(model, t)), None)
+        family = next((f for t, f in _ENCODERS.items() if isinstance(t, type) and isinstance(model, t)), None)
+    if family is None:
+        names = type_names(model)
+        family = next((f for t, f in _ENCODERS.items() if isinstance(t, str) and t in names), None)
     if family is None:
         raise TypeError(
             f"cannot encode a {type(model).__name__}; supported models: {', '.join(supported_models())}"
@@ -132,9 +142,17 @@ def model_family(model) -> str:
     return _family(model).name
 
 
-def _as_matrix(X) -> np.ndarray:
+def _as_matrix(model, X):
+    """The rows of `X` as the model takes them: a float matrix, or a DataFrame of its feature names when it
+    was fitted with names (so that scikit-learn does not warn about missing names)."""
     X = np.asarray(X, dtype=float)
-    return X.reshape(1, -1) if X.ndim == 1 else X
+    X = X.reshape(1, -1) if X.ndim == 1 else X
+    names = getattr(model, "feature_names_in_", None)
+    if names is None:
+        return X
+    import pandas as pd
+
+    return pd.DataFrame(X, columns=names)
 
 
 def model_output(model, X) -> np.ndarray:
@@ -149,7 +167,7 @@ def model_output(model, X) -> np.ndarray:
     >>> np.allclose(model_output(model, [[0.5], [2.5]]), model.decision_function([[0.5], [2.5]]))
     True
     """
-    return np.asarray(_family(model).output(model, _as_matrix(X)), dtype=float).ravel()
+    return np.asarray(_family(model).output(model, _as_matrix(model, X)), dtype=float).ravel()
 
 
 def model_predict(model, X) -> np.ndarray:
@@ -164,7 +182,7 @@ def model_predict(model, X) -> np.ndarray:
     >>> model_predict(model, [[0.5], [2.5]]), model.classes_
     (array([0, 1]), array(['no', 'yes'], dtype='<U3'))
     """
-    return np.asarray(_family(model).predict(model, _as_matrix(X)), dtype=int).ravel()
+    return np.asarray(_family(model).predict(model, _as_matrix(model, X)), dtype=int).ravel()
 
 
 def supported_models() -> list[str]:
@@ -176,7 +194,7 @@ def supported_models() -> list[str]:
     >>> "RandomForestClassifier" in supported_models(), "Pipeline" in supported_models()
     (True, True)
     """
-    return sorted(t.__name__ for t in _ENCODERS)
+    return sorted(t.__name__ if isinstance(t, type) else t.rpartition(".")[2] for t in _ENCODERS)
 
 
 def check_fitted(model, attribute: str) -> None:

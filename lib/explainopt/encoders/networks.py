@@ -37,13 +37,25 @@ import scipy.sparse as sp
 from sklearn.neural_network import MLPClassifier
 
 from .. import solvers
-from .base import Encoding, as_bounds, check_binary, check_features, check_fitted, predicted_index, register
+from .base import (Encoding, as_bounds, check_binary, check_features, check_fitted, predicted_index, register,
+                   type_names)
 
-try:  # torch is a core dependency, but keep the encoders importable without it
-    import torch
-    from torch import nn
-except ImportError:  # pragma: no cover
-    torch = nn = None
+#: torch's Sequential, registered by name: torch (an extra, ``pip install explainopt[torch]``) is imported
+#: only where a torch model is used.
+TORCH_SEQUENTIAL = "torch.nn.modules.container.Sequential"
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise ImportError("torch networks need torch: pip install 'explainopt[torch]'") from None
+    return torch
+
+
+def is_torch_sequential(model) -> bool:
+    """Whether `model` is a torch ``nn.Sequential`` (without importing torch)."""
+    return TORCH_SEQUENTIAL in type_names(model)
 
 TIGHTENING = (None, "lp")
 
@@ -60,9 +72,15 @@ def _mlp_layers(model: MLPClassifier) -> list[tuple[np.ndarray, np.ndarray]]:
 
 
 def _torch_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
-    modules = [m for m in model if not isinstance(m, (nn.Identity, nn.Flatten, nn.Sigmoid, nn.Softmax))]
-    kinds = ["Linear" if isinstance(m, nn.Linear) else "ReLU" if isinstance(m, nn.ReLU) else type(m).__name__
-             for m in modules]
+    nn = _torch().nn
+    last = len(model) - 1
+    for i, m in enumerate(model):  # an activation other than ReLU would be dropped from the encoding: refuse it
+        if not isinstance(m, (nn.Linear, nn.ReLU, nn.Identity, nn.Flatten)) and not (
+                i == last and isinstance(m, (nn.Sigmoid, nn.Softmax))):
+            raise ValueError(f"model: unsupported {type(m).__name__} at position {i} of the nn.Sequential; "
+                             "expected nn.Sequential(Linear, ReLU, ..., Linear[, Sigmoid or Softmax])")
+    modules = [m for m in model if isinstance(m, (nn.Linear, nn.ReLU))]
+    kinds = ["Linear" if isinstance(m, nn.Linear) else "ReLU" for m in modules]
     expected = ["Linear" if i % 2 == 0 else "ReLU" for i in range(len(modules))]
     if kinds != expected or kinds[-1] != "Linear":
         raise ValueError(f"expected nn.Sequential(Linear, ReLU, ..., Linear[, Sigmoid]); got {kinds}")
@@ -94,7 +112,7 @@ def network_layers(model) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(np.asarray(W, float), np.asarray(b, float)) for W, b in model]
     if isinstance(model, MLPClassifier):
         return _mlp_layers(model)
-    if nn is not None and isinstance(model, nn.Sequential):
+    if is_torch_sequential(model):
         return _torch_layers(model)
     if isinstance(model, IntervalNetwork):
         return model.layers
@@ -118,6 +136,8 @@ def torch_network(model) -> "nn.Sequential":
     1.5
     """
     layers = network_layers(model)
+    torch = _torch()
+    nn = torch.nn
     modules = []
     for W, b in layers:
         linear = nn.Linear(W.shape[1], W.shape[0]).double()
@@ -403,6 +423,8 @@ def _encode_network(model, layers, x, lower, upper, tighten, solver, threshold, 
 def _network_output(model, X):
     if isinstance(model, MLPClassifier):
         return forward(_mlp_layers(model), X)
+    torch = _torch()
+    nn = torch.nn
     net = copy.deepcopy(model).double()
     with torch.no_grad():
         out = net(torch.as_tensor(X, dtype=torch.float64)).numpy()
@@ -420,10 +442,7 @@ def _network_predict(model, X):
     return (_network_output(model, X) > 0).astype(int)
 
 
-_NETWORK_TYPES = (MLPClassifier,) + ((nn.Sequential,) if nn is not None else ())
-
-
-@register(*_NETWORK_TYPES, family="network", output=_network_output, predict=_network_predict)
+@register(MLPClassifier, TORCH_SEQUENTIAL, family="network", output=_network_output, predict=_network_predict)
 def encode_network(model, x, *, lower=None, upper=None, tighten=None, solver=None, ball=None) -> Encoding:
     """A ReLU network (MLPClassifier or torch nn.Sequential): output = the logit, class 1 iff > 0.
 
