@@ -60,7 +60,7 @@ def test_matches_the_authors_code_on_a_fixed_small_case(moons):
     for (i, rho), x in theirs.items():
         res = adversarial_recourse(mlp, X0[i], rho=rho, target=1)
         np.testing.assert_allclose(res.x, x, atol=1e-6)
-        assert res.valid and res.robust_by_attack and res.status == "converged" and not res.diverged
+        assert res.valid and res.robust_by_attack and res.detail == "converged" and not res.diverged
 
 
 def test_an_accepted_point_survives_its_perturbation_and_is_valid(mlp):
@@ -92,7 +92,7 @@ def test_on_a_linear_network_an_accepted_point_is_robust_in_the_whole_ball():
 def test_without_an_accepted_iterate_the_factual_is_returned_invalid(moons):
     mlp, X0 = moons
     res = adversarial_recourse(mlp, X0[0], rho=0.1, rounds=1, steps=1)
-    assert res.status == "round_limit" and not res.robust_by_attack and not res.valid
+    assert res.detail == "round_limit" and not res.robust_by_attack and not res.valid
     np.testing.assert_array_equal(res.x, X0[0])
     assert res.distance == 0.0 and res.rounds == 1
 
@@ -105,7 +105,7 @@ def test_a_saturated_float32_gradient_ends_the_run_without_recourse_as_in_the_au
         net[0].weight.fill_(1000.0)
         net[0].bias.fill_(-10.0)
     res = adversarial_recourse(net, np.array([0.0]), rho=0.1)
-    assert res.diverged and not res.valid and res.status == "round_limit" and res.x.tolist() == [0.0]
+    assert res.diverged and not res.valid and res.detail == "round_limit" and res.x.tolist() == [0.0]
     gentle = torch.nn.Sequential(torch.nn.Linear(1, 1)).double()
     with torch.no_grad():
         gentle[0].weight.fill_(4.0)

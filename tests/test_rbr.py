@@ -62,7 +62,7 @@ def test_matches_the_reference_code_on_a_fixed_small_case(moons):
     for x0, x in zip(X0[:2], theirs):
         res = R.rbr(net, x0, X)
         np.testing.assert_allclose(res.x, x, atol=1e-6)
-        assert res.status == "valid" and res.solver == R.SOLVER
+        assert res.detail == "valid" and res.solver == R.SOLVER
         assert np.abs(res.x - x0).sum() <= res.budget + 1e-9
 
 
@@ -70,7 +70,7 @@ def test_an_invalid_recourse_is_returned_and_says_so(moons):
     X, net, X0 = moons
     res = R.rbr(net, X0[0], X, max_iter=1, delta_plus=0.0, perturb_radius=0.05)
     assert res.x is not None and res.iterations == 1
-    assert res.status == ("valid" if model_predict(net, res.x[None])[0] == 1 else "not_valid")
+    assert res.detail == ("valid" if model_predict(net, res.x[None])[0] == 1 else "not_valid")
 
 
 def test_bad_inputs_are_named(moons):

@@ -51,8 +51,10 @@ PATIENCE = 10
 class RbrResult(Counterfactual):
     """RBR's recourse (fields of :class:`~.base.Counterfactual` first): detail ``valid`` (the model gives
     class 1) or ``not_valid`` (x is still the last iterate); budget: the l1 radius
-    ``||x0 - x_b||_1 + delta_plus``; objective: F at x (module docstring); iterations: outer steps taken."""
+    ``||x0 - x_b||_1 + delta_plus``; objective: F at x (module docstring); iterations: outer steps taken;
+    target: the label of class 1."""
 
+    target: object = None
     budget: float | None = None
     objective: float | None = None
     iterations: int = 0
