@@ -67,18 +67,18 @@ def every(values, predicate=bool) -> bool | None:
 
 
 def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, evidence: int | None = None,
-          minimum: int = 1) -> Claim:
+          minimum: int = 1, unit: str = "cells") -> Claim:
     """A claim whose verdict follows from a check computed from the run (`holds`).
 
     holds: True -> reproduced (or *partly* when `partly`, itself computed from the numbers), False ->
     differs; None or NaN -> not run. evidence / minimum: how many cells (instances, counterfactuals, ...)
     the check rests on and how many it needs; below the minimum the verdict is *not run*, whatever
-    `holds` says, and the reason names both numbers.
+    `holds` says, and the reason names both numbers in `unit` (what is counted: cells, matched runs, ...).
     """
     if evidence is not None and evidence < minimum:
         holds = None
         why = f"{why}; " if why else ""
-        why += f"{evidence} of the {minimum} cells this check needs have been computed"
+        why += f"{evidence} of the {minimum} {unit} this check needs were counted"
     if holds is None or (not isinstance(holds, (bool, np.bool_)) and pd.isna(holds)):
         verdict = NOT_RUN
     else:

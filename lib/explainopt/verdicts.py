@@ -38,6 +38,7 @@ class DeclaredClaim(reporting.Claim):
     rule: str = ""
     evidence: int | None = None
     minimum: int = 1
+    unit: str = "cells"
     explanation: str = ""
 
 
@@ -98,7 +99,7 @@ def explanation(c: DeclaredClaim, *, deviation: str = "") -> str:
     if c.verdict == REPRODUCED:
         return ""
     if c.verdict == NOT_RUN:
-        counted = (f"{c.evidence} of the {c.minimum} cells the rule needs were computed" if c.evidence is not None
+        counted = (f"{c.evidence} of the {c.minimum} {c.unit} the rule needs were counted" if c.evidence is not None
                    and c.evidence < c.minimum else (c.why or "the check found no data"))
         return f"Too little evidence: {counted}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
@@ -109,10 +110,10 @@ def explanation(c: DeclaredClaim, *, deviation: str = "") -> str:
 
 
 def declared(c: reporting.Claim, *, id: str, rule: str, evidence: int | None, minimum: int,
-             deviation: str = "") -> DeclaredClaim:
-    """`c` with its id, rule, evidence and explanation."""
+             deviation: str = "", unit: str = "cells") -> DeclaredClaim:
+    """`c` with its id, rule, evidence (counted in `unit`) and explanation."""
     made = DeclaredClaim(**asdict(c), id=id, rule=rule, evidence=None if evidence is None else int(evidence),
-                         minimum=int(minimum))
+                         minimum=int(minimum), unit=unit or "cells")
     made.explanation = explanation(made, deviation=deviation)
     return made
 
@@ -166,10 +167,10 @@ class ClaimBook:
         evidence rule; `fields` fill the wording's named fields, `paper` overrides the declared number text
         (when it is computed from a transcribed table), `deviation` the declared deviation (when it is
         computed)."""
-        fields = fields or {}
+        fields, unit = fields or {}, self.row(id)["unit"] or "cells"
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
-                               ours=ours, holds=holds, evidence=evidence, minimum=minimum, **kwargs)
-        return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum,
+                               ours=ours, holds=holds, evidence=evidence, minimum=minimum, unit=unit, **kwargs)
+        return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation)
 
     def declare(self, claims: list[reporting.Claim], *, evidence: dict[str, tuple[int | None, int]] | None = None,
@@ -186,6 +187,7 @@ class ClaimBook:
                 raise ValueError(f"claim {id!r} reads {c.claim!r}; its declared wording is {self.text(id)!r}")
             counted, needed = (evidence or {}).get(id, (None, 1))
             out.append(declared(c, id=id, rule=self.rule(id, needed), evidence=counted, minimum=needed,
+                                unit=self.row(id)["unit"],
                                 deviation=(deviations or {}).get(id, self.row(id)["deviation"])))
         return out
 
