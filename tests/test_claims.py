@@ -200,7 +200,7 @@ def test_a_declared_claim_carries_its_id_rule_and_explanation_into_the_results_a
     few = book.claim("09-ratio", fields={"x": 2}, ours="3", holds=True, evidence=2, minimum=5)
     assert (few.id, few.claim, few.paper, few.verdict) == ("09-ratio", "ratio above 2", "≥ 2", NOT_RUN)
     assert few.rule == "at least 5 runs; per run; decides: every ratio > 2"
-    assert few.explanation == "Too little evidence: 2 of the 5 cells the rule needs were computed."
+    assert few.explanation == "Too little evidence: 2 of the 5 runs the rule needs were counted."
     slow = book.claim("09-time", ours="3 s", holds=False)
     assert slow.explanation.startswith("Deviation from the paper's protocol: another machine")
     assert book.claim("09-time", ours="3 s", holds=False, deviation="").explanation.startswith("Genuine finding")
