@@ -119,7 +119,7 @@ def _rows(method, model, values, *, col="retrained", param=None, **extra):
 def _better(method, model, col, against=C6.NEAREST, param=None):
     """A hypothesis "`method` above `against` on `col`": holds on higher values, fails when the two compared
     series are flipped."""
-    high, low = [0.9, 0.8, 1.0, 0.7], [0.1, 0.2, 0.0, 0.1]
+    high, low = [0.9, 0.8, 1.0, 0.7, 0.9, 0.8], [0.1, 0.2, 0.0, 0.1, 0.3, 0.2]
 
     def frame(ours, base):
         return pd.DataFrame(_rows(against, model, base, col=col) + _rows(method, model, ours, col=col, param=param))
@@ -168,6 +168,18 @@ def test_claim_holds_fails_and_is_not_run_without_data(id):
 def test_the_perturbed_input_changes_the_verdict(id):
     check, holds, fails = FIXTURES[id]
     assert check(holds).verdict != check(fails).verdict
+
+
+def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
+    """Audit D8: a sign test over the decisive pairs decides, not the direction alone."""
+    ties = pd.DataFrame({"ours": [1.0] + [0.5] * 9, "base": [0.0] + [0.5] * 9})
+    one = C6._better(ties, "06-h10-region-vs-stretched", minimum=3)
+    assert one.verdict == DIFFERS and "sign test p = 0.5" in one.ours
+    three = pd.DataFrame({"ours": [1.0] * 3 + [0.5] * 2, "base": [0.0] * 3 + [0.5] * 2})
+    assert C6._better(three, "06-h9-saa-radius", minimum=3).verdict == DIFFERS      # p = 0.125
+    five = pd.DataFrame({"ours": [1.0] * 5, "base": [0.0] * 5})
+    assert C6._better(five, "06-h9-saa-radius", minimum=3).verdict == REPRODUCED    # p = 0.031
+    assert C6.sign_test(5, 0) == pytest.approx(1 / 32) and C6.sign_test(0, 0) == 1.0
 
 
 def test_chapter_4_claims_explain_a_vr_gap_most_methods_share_as_the_retraining_set_up():

@@ -37,6 +37,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
@@ -469,17 +470,30 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     return merged.rename(columns={col: "ours", f"{col}_base": "base"}).dropna(subset=["ours", "base"])
 
 
+#: The sign test's level: "ours > base" holds when ours is higher on significantly more factuals than lower.
+SIGN_TEST_LEVEL = 0.05
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """One-sided sign test: the chance of at least `wins` wins in ``wins + losses`` fair coin flips (ties left
+    out); 1 without a decisive pair."""
+    n = wins + losses
+    return float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
+
+
 def _better(pairs: pd.DataFrame, id: str, *, minimum: int, unit: str = "") -> Claim:
-    """Hypothesis "ours > base": higher on average, and higher on more factuals than lower (a sign test's
-    direction; ties, e.g. both valid for every retrained model, count for neither)."""
+    """Hypothesis "ours > base": higher on average, and higher on significantly more factuals than lower (a
+    one-sided sign test at :data:`SIGN_TEST_LEVEL` over the decisive pairs; ties, e.g. both valid for every
+    retrained model, count for neither, so one win among ties cannot pass, nor can fewer than 5 wins)."""
     n = len(pairs)
     if n == 0:
         return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=minimum)
     wins = int((pairs["ours"] > pairs["base"] + 1e-9).sum())
     losses = int((pairs["ours"] < pairs["base"] - 1e-9).sum())
-    holds = bool(pairs["ours"].mean() > pairs["base"].mean() and wins > losses)
+    p = sign_test(wins, losses)
+    holds = bool(pairs["ours"].mean() > pairs["base"].mean() and p <= SIGN_TEST_LEVEL)
     ours = (f"mean {pairs['ours'].mean():.3g}{unit} vs {pairs['base'].mean():.3g}{unit}; higher on {wins}, "
-            f"lower on {losses} of {n} factuals")
+            f"lower on {losses} of {n} factuals (sign test p = {p:.2g})")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=n, minimum=minimum)
 
 
