@@ -12,7 +12,7 @@ from explainopt import reporting, verdicts
 from explainopt.chapters import clemo as C3
 from explainopt.chapters import module
 from explainopt.chapters import optimizing_explanations as C1
-from explainopt.chapters import proplace_claims as C4
+from explainopt.chapters import proplace as C4
 from explainopt.chapters import robust_regions as C2
 from explainopt.chapters import robustness_benchmark as C6
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
@@ -21,8 +21,8 @@ CHAPTERS = ("01", "02", "03", "04", "05", "06")
 
 
 def _book(chapter: str) -> verdicts.ClaimBook:
-    """The chapter's declared claims (chapter 4 declares them beside its module, which stays unchanged)."""
-    return C4.CLAIMS if chapter == "04" else module(chapter).CLAIMS
+    """The chapter's declared claims."""
+    return module(chapter).CLAIMS
 
 
 def _no_data_claims(chapter: str) -> list[reporting.Claim]:
@@ -69,9 +69,6 @@ def test_each_claim_names_its_check(chapter):
     book = _book(chapter)
     for id, check in zip(book.ids, book.table["check"]):
         source = inspect.getsource(getattr(module(chapter), check))
-        if chapter == "04":  # its checks state the declared wording (ClaimBook.declare checks it)
-            assert f'"{book.text(id)}"' in source, (id, check)
-            continue
         stem = id.split("-", 1)[1].removesuffix("-slsqp").removesuffix("-convex")
         assert id in source or f'"{stem}"' in source, (id, check)
 
@@ -193,14 +190,6 @@ def test_chapter_4_claims_explain_a_vr_gap_most_methods_share_as_the_retraining_
     table["paper vr"] = 0.0  # no method below the paper's: nothing shared, a genuine finding
     vr = next(c for c in C4.claims(table, pd.DataFrame(), n_retrained=20) if c.id == "04-vr-100")
     assert vr.explanation.startswith("Genuine finding")
-
-
-def test_declaring_claims_rejects_wording_that_is_not_the_declared_one():
-    table = pd.DataFrame(columns=["dataset", "method", "n", "found", "vΔ", "vr", "l1", "lof", "paper l1"])
-    claims = C4.CH.claims(table, pd.DataFrame(), n_retrained=0)
-    claims[0].claim = "something else"
-    with pytest.raises(ValueError, match="declared wording"):
-        C4.CLAIMS.declare(claims)
 
 
 def test_a_declared_claim_carries_its_id_rule_and_explanation_into_the_results_and_the_table(tmp_path):

@@ -2,8 +2,7 @@
 an evidence rule and, for a verdict other than *reproduced*, a computed explanation.
 
 A chapter declares its claims in ``chapters/data/<chapter>_claims.csv`` and reads them with a
-:class:`ClaimBook`; its checks build each claim with :meth:`ClaimBook.claim` (or stamp claims computed
-elsewhere with :meth:`ClaimBook.declare`), deciding with the shared predicates :func:`all_of_at_least`,
+:class:`ClaimBook`; its checks build each claim with :meth:`ClaimBook.claim`, deciding with the shared predicates :func:`all_of_at_least`,
 :func:`share_of_matched_pairs`, :func:`interval_above` and :func:`interval_below`. A claim
 (:class:`DeclaredClaim`) is a :class:`~explainopt.reporting.Claim` that also carries its id, its rule, the
 cells it counted and needed, and its explanation: :func:`~explainopt.reporting.save_chapter_results` stores
@@ -172,24 +171,6 @@ class ClaimBook:
                                ours=ours, holds=holds, evidence=evidence, minimum=minimum, unit=unit, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation)
-
-    def declare(self, claims: list[reporting.Claim], *, evidence: dict[str, tuple[int | None, int]] | None = None,
-                deviations: dict[str, str] | None = None) -> list[DeclaredClaim]:
-        """`claims`, computed by checks that state their own wording (in this table's order), with their
-        declared ids, evidence rules and explanations; `evidence` (id -> (counted, needed)) gives the cells
-        where the check does not say, `deviations` (id -> text) replace the declared deviation where the
-        check computes one. An error when the checks' claims and the table disagree."""
-        if len(claims) != len(self.ids):
-            raise ValueError(f"{len(claims)} claims for the {len(self.ids)} declared in chapter {self.chapter}")
-        out = []
-        for c, id in zip(claims, self.ids):
-            if c.claim != self.text(id):
-                raise ValueError(f"claim {id!r} reads {c.claim!r}; its declared wording is {self.text(id)!r}")
-            counted, needed = (evidence or {}).get(id, (None, 1))
-            out.append(declared(c, id=id, rule=self.rule(id, needed), evidence=counted, minimum=needed,
-                                unit=self.row(id)["unit"],
-                                deviation=(deviations or {}).get(id, self.row(id)["deviation"])))
-        return out
 
 
 # --------------------------------------------------------------------------- showing them
