@@ -1,6 +1,6 @@
 """The claim contract of every chapter: each claim has a declared id, check and evidence rule
-(``chapters/data/<chapter>_claims.csv``); every check reads *not run* without data and explains it; each claim
-with a declared fixture holds on it, fails on its perturbation (so the check can fail) and is not run on no data."""
+(``chapters/data/<chapter>_claims.csv``); every check reads *not run* without data and explains it
+(test_claim_fixtures.py shows each claim holds on a declared fixture, fails on its perturbation, is not run on no data)."""
 
 import inspect
 
@@ -106,66 +106,7 @@ def test_matched_share_of_chapter_2_ignores_unmatched_configurations():
     assert C2.matched_share(wide, 0.05, 0.01) == (0.0, 26)
 
 
-# --------------------------------------------------------------------------- holds, fails, no data
-
-def _rows(method, model, values, *, col="retrained", param=None, **extra):
-    return [{**dict(dataset="toy", factual=i, model=model, method=method, param=param, recommended=True, valid=True,
-                    status="converged", excess_distance=0.0, tol=1e-4), col: v, **extra} for i, v in enumerate(values)]
-
-
-def _better(method, model, col, against=C6.NEAREST, param=None):
-    """A hypothesis "`method` above `against` on `col`": holds on higher values, fails when the two compared
-    series are flipped."""
-    high, low = [0.9, 0.8, 1.0, 0.7, 0.9, 0.8], [0.1, 0.2, 0.0, 0.1, 0.3, 0.2]
-
-    def frame(ours, base):
-        return pd.DataFrame(_rows(against, model, base, col=col) + _rows(method, model, ours, col=col, param=param))
-    return frame(high, low), frame(low, high)
-
-
-def _smallest(method, col, good, bad, **extra):
-    return (pd.DataFrame(_rows(method, "network", good, col=col, **extra)),
-            pd.DataFrame(_rows(method, "network", bad, col=col, **extra)))
-
-
-#: Claim id -> (the check, an input on which it holds, one on which it fails). The empty input is the third.
-FIXTURES = {
-    "06-h1-nearest-closest": (C6.h1_nearest_closest, *_smallest(C6.NEAREST, "excess_distance", [0, 0.1, 0.2], [0, -0.1, 0.2])),
-    "06-h2-region-certified": (C6.h2_region_certified, pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.05, 0.1], col="radius_linf", param=0.05)),
-                               pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.01, 0.1], col="radius_linf", param=0.05))),
-    "06-h3-proplace-delta": (C6.h3_proplace_delta, pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.2, 0.3], col="delta_interval", param=0.1)),
-                             pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.05, 0.3], col="delta_interval", param=0.1))),
-    "06-h4-saa-margin": (C6.h4_saa_margin, *_smallest(C6.DIRECT_SAA, "margin", [0.0, 0.1, 0.2], [0.0, -0.1, 0.2])),
-    "06-h5-region-retrained-network": (C6.h5_region_retrained_network, *_better(C6.REGION, "network", "retrained", param=C6.RHO)),
-    "06-h6-region-retrained-forest": (C6.h6_region_retrained_forest, *_better(C6.REGION, "forest", "retrained", param=C6.RHO)),
-    "06-h7-proplace-radius": (C6.h7_proplace_radius, *_better(C6.PROPLACE, "network", "radius_linf")),
-    "06-h8-region-model-shift": (C6.h8_region_model_shift, *_better(C6.REGION, "network", "delta_exact")),
-    "06-h9-saa-radius": (C6.h9_saa_radius, *_better(C6.DIRECT_SAA, "forest", "radius_linf")),
-    "06-h10-region-vs-stretched": (C6.h10_region_vs_stretched, *_better(C6.REGION, "network", "retrained", against=C6.STRETCHED)),
-    "06-h11-proplace-retrained": (C6.h11_proplace_retrained, *_better(C6.PROPLACE, "network", "retrained")),
-}
-
-
-def test_the_fixtures_name_declared_claims():
-    declared = {i for chapter in CHAPTERS for i in _book(chapter).ids}
-    assert set(FIXTURES) <= declared
-
-
-@pytest.mark.parametrize("id", sorted(FIXTURES))
-def test_claim_holds_fails_and_is_not_run_without_data(id):
-    check, holds, fails = FIXTURES[id]
-    good, bad, none = check(holds), check(fails), check(pd.DataFrame())
-    assert (good.id, bad.id, none.id) == (id, id, id)
-    assert good.verdict == REPRODUCED and not good.explanation
-    assert bad.verdict == DIFFERS and bad.explanation.startswith("Genuine finding"), "the check cannot fail"
-    assert none.verdict == NOT_RUN and none.explanation.startswith("Too little evidence")
-
-
-@pytest.mark.parametrize("id", sorted(FIXTURES))
-def test_the_perturbed_input_changes_the_verdict(id):
-    check, holds, fails = FIXTURES[id]
-    assert check(holds).verdict != check(fails).verdict
-
+# --------------------------------------------------------------------------- chapters' own rules
 
 def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
     """Audit D8: a sign test over the decisive pairs decides, not the direction alone."""
