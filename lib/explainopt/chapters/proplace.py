@@ -873,7 +873,7 @@ def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
     paper_lowest = lowest_l1_datasets(_paper_as_table(), "RBR")
     paper = f"lowest l1 on 3, Δ-robust on none (its Table 1: lowest l1 on {len(paper_lowest)}: {', '.join(paper_lowest)})"
     if not len(rbr):
-        return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours="RBR not run", holds=None, why="RBR is not implemented in this book yet")
+        return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours="RBR not run", holds=None, why="RBR is not among this run's methods")
     lowest = lowest_l1_datasets(ours(table), "RBR")
     n = len(rbr)
     holds = None if reporting.missing(rbr["l1"], rbr["vΔ"]) else \
@@ -919,7 +919,7 @@ def claim_proto_r_adult(table: pd.DataFrame) -> DeclaredClaim:
     other data set run."""
     proto = _ran(table, "Proto-R")
     if not len(proto) or "adult" not in proto.index:
-        why = "Proto-R is not implemented in this book yet" if not len(proto) else "adult not run"
+        why = "Proto-R is not among this run's methods" if not len(proto) else "adult not run"
         return CLAIMS.claim("04-proto-r-adult", ours="not run", holds=None, why=why)
     adult, others = proto.loc["adult", "vΔ"], proto.drop(index="adult")["vΔ"]
     holds = None if reporting.missing(adult) else bool(adult < 100 and (others > adult).all())
