@@ -761,7 +761,8 @@ def knapsack_sigma_claim(table2: pd.DataFrame | None, *, id: str = "03-knapsack-
     enough = evidence >= PAPER["n_instances"]
     return CLAIMS.claim(id, fields={"factor": factor, "fits": ", ".join(fits)}, paper=f"σ/μ {_span(paper_cv, '.2f')}",
                         ours=f"ratio to the paper's {_span(ratios, '.2f')}" if enough else
-                        f"{sum(instances.values())} instances (not compared: the paper's σ is over 10 per type)",
+                        f"σ over {sum(instances.values())} instance(s), not compared (the paper's is over "
+                        f"{PAPER['n_instances']} per type)",
                         holds=reporting.every(ratios, lambda r: 1 / factor <= r <= factor),
                         why=_joined(_capped_why(_capped_in_table(table2)) if SLSQP in fits else "",
                                     f"instances per type below the paper's 10: {', '.join(few)}" if few else ""),
