@@ -302,15 +302,14 @@ def test_slsqp_is_compared_with_lr_on_the_runs_both_have():
 def test_comparisons_need_the_minimum_of_matched_runs():
     few = CH.knapsack_accuracy_claim(frames(method=CH.SLSQP, resamples=9)[0], CH.SLSQP)
     assert few.verdict == NOT_RUN and few.ours == "+15.0% over 36 matched runs (9 per type)"
-    assert few.why == ("counted in matched runs of the sparsest type; 9 of the 10 cells this check needs have been "
-                       "computed")
+    assert few.why == "9 of the 10 matched runs of the sparsest type this check needs were counted"
     runs, stability = frames(method=CH.SLSQP)
     last = (runs["kind"] == KINDS[0]) & (runs["method"] == CH.SLSQP) & (runs["resample"] == 9)
     runs.loc[last, "status"] = "time_limit"
     capped = CH.knapsack_accuracy_claim(runs, CH.SLSQP)                      # 9 of the type's 10 runs count
-    assert capped.verdict == NOT_RUN and "(9 to 10 per type)" in capped.ours
+    assert capped.verdict == NOT_RUN and f"({KINDS[0]} 9, {KINDS[1]} 10" in capped.ours
     std = CH.knapsack_std_claim(runs, stability, CH.SLSQP)                   # the capped run's instance does not count
-    assert std.verdict == NOT_RUN and "over 3 matched instances (0 to 1 per type)" in std.ours
+    assert std.verdict == NOT_RUN and f"over 3 matched instances ({KINDS[0]} 0, {KINDS[1]} 1" in std.ours
     assert verdict(CH.scatter_claim(runs, CH.SLSQP)) == NOT_RUN
     assert verdict(CH.slsqp_optimum_claim(per_run(resamples=9))) == NOT_RUN
     assert verdict(CH.knapsack_accuracy_claim(frames(method=CH.SLSQP)[0], CH.SLSQP)) == REPRODUCED
@@ -332,16 +331,44 @@ def test_knapsack_claims_state_the_papers_numbers():
     assert CH.knapsack_std_claim(None, None).paper == "ratios 0.80 to 1.17"
 
 
+def _sigma_table(methods, instances):
+    index = pd.MultiIndex.from_product([KINDS, list(methods)], names=["kind", "method"])
+    paper = [CH.PAPER_TABLE2.loc[(k, CH._paper_method(m))] for k, m in index]
+    return pd.DataFrame({"capped": 0, "instances": instances, "accuracy_mean": [p["accuracy_mean"] for p in paper],
+                         "accuracy_std": [p["accuracy_std"] for p in paper]}, index=index)
+
+
 def test_sigma_claim_needs_ten_instances_per_type():
-    index = pd.MultiIndex.from_product([KINDS, ["LR"]], names=["kind", "method"])
-    paper = CH.PAPER_TABLE2.xs("LR", level="method")
-    like = pd.DataFrame({"capped": 0, "accuracy_mean": paper["accuracy_mean"].to_numpy(),
-                         "accuracy_std": paper["accuracy_std"].to_numpy()}, index=index)
-    assert verdict(CH.knapsack_sigma_claim(like.assign(instances=10))) == REPRODUCED
-    assert verdict(CH.knapsack_sigma_claim(like.assign(instances=10, accuracy_std=0.01))) == DIFFERS
-    few = CH.knapsack_sigma_claim(like.assign(instances=2))
+    like = _sigma_table(["LR"], 10).drop(columns="instances")
+    assert verdict(CH.knapsack_sigma_claim(like.assign(instances=10))) == NOT_RUN    # DTR, convex missing
+    every = _sigma_table([CH.DTR, CH.LR, CH.CONVEX], 10)
+    assert verdict(CH.knapsack_sigma_claim(every)) == REPRODUCED
+    assert verdict(CH.knapsack_sigma_claim(every.assign(accuracy_std=0.01))) == DIFFERS
+    few = CH.knapsack_sigma_claim(every.assign(instances=2))
     assert few.verdict == NOT_RUN and "2 of the 10" in few.why
     assert verdict(CH.knapsack_sigma_claim(None)) == NOT_RUN
+
+
+def test_sigma_is_judged_per_fit_and_slsqps_single_instance_is_never_shown_as_ours():
+    """Audit D1: SLSQP's one instance neither holds back the fits with ten nor prints an unpaired σ."""
+    table = pd.concat([_sigma_table([CH.DTR, CH.LR, CH.CONVEX], 10),
+                       _sigma_table([CH.SLSQP], 1).assign(accuracy_std=0.0001)])
+    others = CH.knapsack_sigma_claim(table)
+    assert others.verdict == REPRODUCED and others.ours == "ratio to the paper's 1.00"
+    slsqp = CH.knapsack_sigma_claim(table, id="03-knapsack-sigma-slsqp")
+    assert slsqp.verdict == NOT_RUN and "ratio" not in slsqp.ours and "σ over 4 instance(s), not compared" in slsqp.ours
+    assert f"{CH.SLSQP} on uncorrelated: 1" in slsqp.why
+    assert verdict(CH.knapsack_sigma_claim(table.assign(instances=10), id="03-knapsack-sigma-slsqp")) == DIFFERS
+
+
+def test_slsqp_claims_count_matched_runs_per_type_with_zero_for_types_without_any():
+    """Audit D7: "(10 per type)" only when every type has 10; the reason counts matched runs, not cells."""
+    runs, _ = frames(method=CH.SLSQP)
+    runs = runs[(runs["method"] != CH.SLSQP) | (runs["kind"] == KINDS[2])]
+    claim = CH.knapsack_accuracy_claim(runs, CH.SLSQP)
+    assert claim.verdict == NOT_RUN
+    assert claim.ours.endswith(f"over 10 matched runs ({KINDS[0]} 0, {KINDS[1]} 0, {KINDS[2]} 10, {KINDS[3]} 0)")
+    assert "0 of the 10 matched runs of the sparsest type" in claim.why and "cells" not in claim.why
 
 
 def test_scatter_claim_checks_every_run():
@@ -478,50 +505,38 @@ def run_history(losses, incoherence=0.5, *, status="converged", optimum=1.0, n_i
 FAST = [10.0, 50.0, 1.005] + [1.0] * 17                   # within 1% at iteration 2 of 19
 
 
-def test_early_convergence_is_decided_only_where_the_cap_allows():
+def test_early_convergence_is_measured_against_the_papers_budget():
+    """Issue 26 defect 5 / audit D2: every run, capped or not, against the paper's 1000 iterations."""
     assert CH.early_convergence(run_history(FAST)) is True
     assert CH.early_convergence(run_history(FAST, incoherence=2.0)) is False          # not more coherent than LR
-    slow = [10.0] * 15 + [1.0] * 5                        # within 1% only at iteration 15 of 19
-    assert CH.early_convergence(run_history(slow)) is False
-    assert CH.early_convergence(run_history(slow[:8], status="time_limit")) is None   # capped before deciding
-    assert CH.early_convergence(run_history([10.0, 1.0] + [1.0] * 10, status="time_limit")) is True
-    runs = [run_history(FAST, n_items=n) for n in (5, 10, 20, 40)]
-    assert CH.convergence_claim(runs).verdict == REPRODUCED
-    capped = CH.convergence_claim(runs[:3] + [run_history(slow[:8], status="time_limit", n_items=40)])
-    assert capped.verdict == NOT_RUN and "[40]" in capped.why
-    assert CH.convergence_claim([None]).verdict == NOT_RUN
-
-
-def test_a_capped_run_is_judged_against_the_papers_budget():
-    # capped after n iterations, the uncapped run makes n to 1000: within 1% by 25% of it is decided where
-    # both ends agree
-    assert CH.early_convergence(run_history([10.0] * 300, status="time_limit")) is False       # none by 250
-    assert CH.early_convergence(run_history([10.0] * 260 + [1.0], status="time_limit")) is False
-    assert CH.early_convergence(run_history([10.0] * 100 + [1.0] * 101, status="time_limit")) is None  # 10% to 50%
-    assert CH.early_convergence(run_history([10.0] * 100, status="time_limit")) is None
+    assert CH.early_convergence(run_history([10.0] * 48 + [1.0] * 134)) is True       # 48 of 181, but 4.8% of 1000
+    assert CH.early_convergence(run_history([10.0] * 260 + [1.0] * 5)) is False       # 260 > 250
+    assert CH.early_convergence(run_history([10.0] * 20)) is False                    # ended, never within 1%
+    assert CH.early_convergence(run_history([10.0] * 100, status="time_limit")) is None   # capped before 250
+    assert CH.early_convergence(run_history([10.0] * 300, status="time_limit")) is False  # none by 250
     assert CH.early_convergence(run_history([10.0] * 100, status="time_limit"), budget=300) is False
+    assert CH.flip_share(run_history([10.0] * 48 + [1.0] * 134)) == pytest.approx(0.048)
     assert CH.PAPER_MAXITER == 1000
 
 
-def test_convergence_claim_reports_a_decided_failure():
-    late = run_history([10.0] * 48 + [1.0] * 134, n_items=5)                # within 1% at iteration 48 of 181: 27%
-    assert CH.early_convergence(late) is False
-    fast = [run_history(FAST, n_items=n) for n in (10, 20)]
-    undecided = run_history([10.0] * 10, status="time_limit", n_items=40)  # capped after 9 iterations
-    failed = CH.convergence_claim([late, *fast, undecided])
-    assert failed.verdict == DIFFERS
-    assert failed.ours.startswith("5 items: within 1% at iteration 48 of 181 (27%); 10 items: within 1% at iteration "
-                                  "2 of 19 (11%)")
-    assert failed.ours.endswith("40 items: not within 1% in 9 iterations (capped)")
-    assert failed.why == ("it fails at [5] items, which decides a claim on every size; SLSQP stopped by this scale's "
-                          "time cap before deciding it at [40] items")
-    assert CH.convergence_claim([*fast, undecided]).verdict == NOT_RUN     # nothing failed yet, 40 items open
-    assert CH.convergence_claim([run_history(FAST, n_items=n) for n in (5, 10, 20, 40)]).verdict == REPRODUCED
-    capped = run_history([10.0] * 100 + [1.0] * 101, status="time_limit", n_items=40)
-    assert "40 items: within 1% at iteration 100 of 200 (capped: 10% to 50% of the uncapped run)" in \
-        CH.convergence_claim([capped]).ours
+def test_convergence_claim_shows_where_its_verdict_turns():
+    late = run_history([10.0] * 48 + [1.0] * 134, n_items=5)
+    runs = [late] + [run_history(FAST, n_items=n) for n in (10, 20, 40)]
+    held = CH.convergence_claim(runs)
+    assert held.verdict == REPRODUCED
+    assert held.ours.startswith("5 items: within 1% at iteration 48 of 181 (4.8% of the paper's 1000); 10 items")
+    assert "the verdict turns at a share of 4.8%" in held.why
+    assert CH.convergence_claim(runs, share=0.04).verdict == DIFFERS                # below the turning share
+    slow = run_history([10.0] * 300 + [1.0] * 5, n_items=5)
+    failed = CH.convergence_claim([slow] + runs[1:])
+    assert failed.verdict == DIFFERS and "it fails at [5] items" in failed.why and "30.0%" in failed.why
+    undecided = run_history([10.0] * 10, status="time_limit", n_items=40)
+    open_ = CH.convergence_claim(runs[:3] + [undecided])
+    assert open_.verdict == NOT_RUN and "[40]" in open_.why
+    assert open_.ours.endswith("40 items: not within 1% in 9 iterations (capped)")
     incoherent = CH.convergence_claim([run_history(FAST, incoherence=2.0, n_items=5)])
     assert incoherent.verdict == DIFFERS and incoherent.ours.endswith(", not more coherent than LR there")
+    assert CH.convergence_claim([None]).verdict == NOT_RUN
 
 
 def test_claims_list_every_table_and_figure_and_read_not_run_without_data():

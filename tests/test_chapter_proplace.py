@@ -222,6 +222,17 @@ def test_table1_claims_fail_on_bad_numbers():
     assert CH.best_lof_datasets(table_of(BAD)) == []
 
 
+def test_l1_claim_counts_only_strictly_closer_methods_and_says_the_papers_table_fails_it():
+    """Audit D5: a tie is not closer, and the Paper column says the paper's own Table 1 fails the check."""
+    tie = {ds: {**methods, "WCE": (*methods["WCE"][:2], methods["PROPLACE"][2], methods["WCE"][3])}
+           for ds, methods in GOOD.items()}
+    assert CH.closer_methods(table_of(tie)) == {"adult": ["MILP-R"], "heloc": ["MILP-R"]}
+    assert CH.claim_l1(table_of(tie)).verdict != DIFFERS
+    paper = CH.claim_l1(table_of(GOOD)).paper
+    assert paper.startswith("only RBR and MILP-R closer") and "its own Table 1 fails this check: heloc WCE 0.045 < 0.057" in paper
+    assert "strictly lower" in CH.claim_l1(table_of(GOOD)).rule
+
+
 def test_table1_claims_are_not_run_without_data_or_with_too_few_factuals():
     assert verdicts(NO_DATA) == [NOT_RUN] * 4
     assert verdicts({}) == [NOT_RUN] * 4

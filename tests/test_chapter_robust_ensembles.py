@@ -266,7 +266,7 @@ def test_verified_claim():
     assert CH.claim_verified(checks.assign(hard=0, **{"verified by T0": 0})).verdict == NOT_RUN
 
 
-def _table1(values, n=5):
+def _table1(values, n=10):
     return pd.DataFrame({"dataset": list(values), "n": n, "ours [%]": list(values.values())})
 
 
@@ -274,7 +274,15 @@ def test_naive_below_half_claim():
     assert CH.claim_naive_below_half(_table1({"A": 10, "B": 40, "C": 90})).verdict == REPRODUCED
     assert CH.claim_naive_below_half(_table1({"A": 10, "B": 60, "C": 90})).verdict == DIFFERS
     two = CH.claim_naive_below_half(_table1({"A": 10, "B": 40}))
-    assert two.verdict == NOT_RUN and "at least 3" in two.why
+    assert two.verdict == NOT_RUN and "2 of the 3 datasets of at least 10 counterfactuals" in two.why
+
+
+def test_naive_below_half_counts_only_datasets_with_ten_counterfactuals():
+    """Audit D6: 2-5 counterfactuals per dataset (the book scale) decide nothing."""
+    few = CH.claim_naive_below_half(_table1({"A": 10, "B": 60, "C": 90}, n=5))
+    assert few.verdict == NOT_RUN and "0 of 3 datasets have at least 10" in few.why
+    table = pd.concat([_table1({"A": 10, "B": 20, "C": 30}), _table1({"D": 90, "E": 90}, n=3)])
+    assert CH.claim_naive_below_half(table).verdict == REPRODUCED and CH.claim_naive_below_half(table).ours == "3 of 3 below 50%"
     assert CH.claim_naive_below_half(_table1({"A": 10, "B": 40, "C": 90})).paper == "5 of 8 datasets below 50%"
 
 
@@ -292,12 +300,23 @@ def test_direct_saa_claim_needs_every_dataset_and_spambase():
     spambase_misses = [("Spambase", "Direct-SAA", 0.9, 0.5)]
     datasets = ["COMPAS", "Adult", "Spambase"]
     assert CH.claim_direct_saa_targets(_curves(ok + spambase_misses), datasets=datasets).verdict == REPRODUCED
+
     spambase_meets = [("Spambase", "Direct-SAA", 0.9, 0.95)]
     assert CH.claim_direct_saa_targets(_curves(ok + spambase_meets), datasets=datasets).verdict == DIFFERS
     adult_misses = [ok[0], ("Adult", "Direct-SAA", 0.9, 0.5)] + spambase_misses
     assert CH.claim_direct_saa_targets(_curves(adult_misses), datasets=datasets).verdict == DIFFERS
     assert CH.claim_direct_saa_targets(_curves(ok), datasets=["COMPAS", "Adult"]).verdict == NOT_RUN
     assert CH.claim_direct_saa_targets(_curves(ok[:1] + spambase_misses), datasets=datasets).verdict == NOT_RUN
+
+
+def test_direct_saa_claim_names_the_dataset_and_target_that_miss():
+    """Audit D4: a miss outside Spambase is named with its numbers."""
+    curves = _curves([("COMPAS", "Direct-SAA", 0.9, 1.0), ("Students-Performance", "Direct-SAA", 0.95, 0.945),
+                      ("Spambase", "Direct-SAA", 0.9, 0.5)], n=115).assign(rate=[0.97, 103 / 115, 0.4])
+    claim = CH.claim_direct_saa_targets(curves, datasets=["COMPAS", "Students-Performance", "Spambase"])
+    assert claim.verdict == DIFFERS
+    assert "misses: Students-Performance at target 95%: 89.6% of 115, interval up to 94.5%" in claim.ours
+    assert "Students-Performance" in claim.explanation
 
 
 def test_robust_saa_claim():
@@ -315,7 +334,11 @@ def _points(bench_distance, bench_rate, n=100):
 def test_dominance_claim():
     assert CH.claim_dominance(_points(0.2, 0.8)).verdict == REPRODUCED
     assert CH.claim_dominance(_points(0.05, 0.8)).verdict == DIFFERS
-    assert CH.claim_dominance(_points(0.2, 0.8).iloc[:1]).verdict == NOT_RUN
+    none = CH.claim_dominance(_points(0.2, 0.8).iloc[:1])
+    assert none.verdict == NOT_RUN and none.explanation.startswith("Too little evidence: 0 of the 1 benchmark points")
+    few = CH.claim_dominance(_points(0.2, 0.8, n=5))     # audit D9: counts, not the rule, under too little evidence
+    assert few.explanation.startswith("Too little evidence: 0 of the 1 benchmark points")
+    assert "0 of the 1 benchmark points (isolation forest, 1-LOF) computed rest on at least 30" in few.why
 
 
 def test_dominance_is_strict_and_needs_enough_counterfactuals():
@@ -331,17 +354,27 @@ def test_a_target_judged_on_too_few_counterfactuals_is_not_run():
 
 
 def test_solve_time_claim_is_not_run_on_an_empty_table():
-    times = pd.DataFrame({"ratio": [1.2, 1.9, float("nan")]})
+    times = pd.DataFrame({"ratio": [1.2, 1.9, float("nan")], "solved": CH.MIN_SOLVES})
     assert CH.claim_solve_time(times).verdict == REPRODUCED
     assert CH.claim_solve_time(times.assign(ratio=[1.2, 2.5, 1.0])).verdict == DIFFERS
     assert CH.claim_solve_time(times.iloc[:0]).verdict == NOT_RUN
-    assert CH.claim_solve_time(pd.DataFrame({"ratio": [float("nan")]})).verdict == NOT_RUN
+    assert CH.claim_solve_time(pd.DataFrame({"ratio": [float("nan")], "solved": 50})).verdict == NOT_RUN
+    few = CH.claim_solve_time(times.assign(ratio=[1.2, 2.99, 1.0], solved=5))   # audit D6: a handful of solves
+    assert few.verdict == NOT_RUN and "0 of 3 rows rest on at least 20 solves" in few.why
 
 
 def test_importance_claim():
-    assert CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.6})).verdict == REPRODUCED
-    assert CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.4})).verdict == DIFFERS
+    enough = pd.Series({"COMPAS": 30, "Spambase": 30})
+    assert CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.6}), counterfactuals=enough).verdict == REPRODUCED
+    assert CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.4}), counterfactuals=enough).verdict == DIFFERS
     assert CH.claim_importance(pd.Series(dtype=float)).verdict == NOT_RUN
+    # audit D6: Spambase's 0.42 from two factuals does not decide
+    few = CH.claim_importance(pd.Series({"COMPAS": 0.7, "Spambase": 0.42}),
+                              counterfactuals=pd.Series({"COMPAS": 30, "Spambase": 2}))
+    assert few.verdict == REPRODUCED and few.ours == "COMPAS 0.70" and "1 of 2 datasets" in few.why
+    assert CH.claim_importance(pd.Series({"COMPAS": 0.7})).verdict == NOT_RUN          # counts unknown
+    tables = {"COMPAS": pd.DataFrame({"importance": [0.5], "change": [0.5], "counterfactuals": [12]})}
+    assert CH.change_counts(tables).to_dict() == {"COMPAS": 12}
 
 
 def test_large_forests_claim():

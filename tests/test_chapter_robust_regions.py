@@ -300,22 +300,46 @@ def test_claim_complexity_needs_both_ratios():
     assert verdicts == (REPRODUCED, DIFFERS, NOT_RUN)
 
 
+N = CH.MIN_TABLE3
+
+
 def test_claim_baseline_not_robust():
-    frames = {"holds": _baselines([True, False], [True, True], [True, True]),
-              "fails": _baselines([True] * 5, [True] * 5, [True] * 5), "none": pd.DataFrame()}
+    frames = {"holds": _baselines([True, False] * (N // 2), [True] * N, [True] * N),
+              "fails": _baselines([True] * N, [True] * N, [True] * N), "none": pd.DataFrame()}
     assert _verdicts(lambda c: CH.claim_baseline_not_robust(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
 
 
 def test_claim_baseline_invalid():
-    frames = {"holds": _baselines([True, True], [True, False], [True, True]),
-              "fails": _baselines([True, True], [True, True], [True, True]), "none": pd.DataFrame()}
+    frames = {"holds": _baselines([True] * N, [True] * (N - 1) + [False], [True] * N),
+              "fails": _baselines([True] * N, [True] * N, [True] * N), "none": pd.DataFrame()}
     assert _verdicts(lambda c: CH.claim_baseline_invalid(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
 
 
 def test_claim_ours_robust():
-    frames = {"holds": _baselines([True] * 5, [True] * 5, [True, True, True, True, False]),
-              "fails": _baselines([True] * 2, [True] * 2, [True, False]), "none": pd.DataFrame()}
+    frames = {"holds": _baselines([True] * N, [True] * N, [True, True, True, True, False] * (N // 5)),
+              "fails": _baselines([True] * N, [True] * N, [True, False] * (N // 2)), "none": pd.DataFrame()}
     assert _verdicts(lambda c: CH.claim_ours_robust(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
+
+
+def test_table3_rate_claims_are_not_run_on_a_handful_of_counterfactuals():
+    """Audit D3: 7 counterfactuals (the store's) decide nothing, where flipping one flipped the verdict; the
+    not-robust claim names the baseline's deviation as the invalid claim does."""
+    seven = _baselines([True] * 6 + [False], [True] * 7, [True] * 7)
+    for check in (CH.claim_baseline_not_robust, CH.claim_baseline_invalid, CH.claim_ours_robust):
+        claim = check(seven)
+        assert claim.verdict == NOT_RUN and f"7 of the {N} counterfactuals" in claim.why, claim.id
+    assert N >= 40
+    fails = CH.claim_baseline_not_robust(_baselines([True] * N, [True] * N, [True] * N))
+    invalid = CH.claim_baseline_invalid(_baselines([True] * N, [True] * N, [True] * N))
+    assert fails.explanation.startswith("Deviation from the paper's protocol: our gradient baseline doubles")
+    assert fails.explanation.split(";")[0] == invalid.explanation.split(";")[0]
+
+
+def test_a_share_of_no_configurations_reads_n_a():
+    """Audit D9: no "nan%"."""
+    l2 = CH.claim_l2_slower({"l2_slower": math.nan, "l2_pairs": 0})
+    rho = CH.claim_small_rho_faster({"small_rho_faster": math.nan, "rho_pairs": 0})
+    assert l2.ours == "l2 slower in n/a of 0 matched configurations" and "nan" not in rho.ours
 
 
 def test_claim_ours_valid():

@@ -87,9 +87,9 @@ def _claim(claims, prefix):
 
 
 def test_cross_notion_hypothesis_holds_fails_or_is_not_run():
-    base = _rows(CH.NEAREST, "network", [0.1, 0.2, 0.0, 0.1])
-    better = pd.DataFrame(base + _rows(CH.REGION, "network", [0.9, 0.8, 1.0, 0.7], param=CH.RHO))
-    worse = pd.DataFrame(base + _rows(CH.REGION, "network", [0.0, 0.1, 0.0, 0.0], param=CH.RHO))
+    base = _rows(CH.NEAREST, "network", [0.1, 0.2, 0.05, 0.1, 0.3])
+    better = pd.DataFrame(base + _rows(CH.REGION, "network", [0.9, 0.8, 1.0, 0.7, 0.9], param=CH.RHO))
+    worse = pd.DataFrame(base + _rows(CH.REGION, "network", [0.0, 0.1, 0.0, 0.0, 0.0], param=CH.RHO))
     few = pd.DataFrame(base[:2] + _rows(CH.REGION, "network", [0.9, 0.8], param=CH.RHO))
     assert _claim(CH.claims(better), "H5").verdict == REPRODUCED
     assert _claim(CH.claims(worse), "H5").verdict == DIFFERS

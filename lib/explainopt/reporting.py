@@ -1,7 +1,8 @@
 """"Paper vs. this book" tables and the chapter results that the reproduction-status page reads.
 
-A chapter states each of the paper's claims with :func:`claim`, shows them in full with
-:func:`verdict_table` (:func:`claims_table` is the same table as a DataFrame, for code) and saves them
+A chapter states each of the paper's claims with :func:`claim` (through its declared
+:class:`~explainopt.verdicts.ClaimBook`), shows them in full with :func:`explainopt.verdicts.verdict_table`
+(:func:`claims_table` is the same table as a DataFrame, for code) and saves them
 (with the run's provenance) by :func:`save_chapter_results`; ``book/status``, the landing page's totals
 (:func:`totals_table`) and each chapter's summary box (:func:`verdict_summary`) are generated from those
 files, never written by hand. Every text they print is escaped (:func:`escape_markdown`, ``html.escape``).
@@ -67,18 +68,18 @@ def every(values, predicate=bool) -> bool | None:
 
 
 def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, evidence: int | None = None,
-          minimum: int = 1) -> Claim:
+          minimum: int = 1, unit: str = "cells") -> Claim:
     """A claim whose verdict follows from a check computed from the run (`holds`).
 
     holds: True -> reproduced (or *partly* when `partly`, itself computed from the numbers), False ->
     differs; None or NaN -> not run. evidence / minimum: how many cells (instances, counterfactuals, ...)
     the check rests on and how many it needs; below the minimum the verdict is *not run*, whatever
-    `holds` says, and the reason names both numbers.
+    `holds` says, and the reason names both numbers in `unit` (what is counted: cells, matched runs, ...).
     """
     if evidence is not None and evidence < minimum:
         holds = None
         why = f"{why}; " if why else ""
-        why += f"{evidence} of the {minimum} cells this check needs have been computed"
+        why += f"{evidence} of the {minimum} {unit} this check needs were counted"
     if holds is None or (not isinstance(holds, (bool, np.bool_)) and pd.isna(holds)):
         verdict = NOT_RUN
     else:
@@ -93,7 +94,8 @@ def _fmt(value) -> str:
 
 
 def claims_table(claims: list[Claim]) -> pd.DataFrame:
-    """The "paper vs. this book" table as a DataFrame (for code; a chapter shows :func:`verdict_table`)."""
+    """The "paper vs. this book" table as a DataFrame (for code; a chapter shows
+    :func:`explainopt.verdicts.verdict_table`)."""
     columns = [f.name for f in dataclass_fields(Claim)]
     return pd.DataFrame([asdict(c) for c in claims], columns=columns).rename(columns=str.capitalize)
 
@@ -237,17 +239,6 @@ def scale_changes(claims: list[Claim], other: Path, *, labels=("book", "paper"))
     return pd.DataFrame(rows, columns=["claim"] + [f"{label}: {f}" for label in labels for f in fields])
 
 
-def claims_by_scale(folders: dict[str, Path]) -> pd.DataFrame:
-    """Every claim of every chapter with its verdict in each results folder, side by side."""
-    found = {label: _chapter_results(folder) for label, folder in folders.items()}
-    rows = {}
-    for label, results in found.items():
-        for chapter, data in results.items():
-            for c in data["claims"]:
-                rows.setdefault((chapter, c["claim"]), {"chapter": chapter, "claim": c["claim"]})[label] = c["verdict"]
-    return pd.DataFrame(list(rows.values())).fillna("") if rows else pd.DataFrame()
-
-
 # --------------------------------------------------------------------------- showing verdicts in full
 
 MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]<>|$~#])")
@@ -321,21 +312,6 @@ def claim_anchor(text: str) -> str:
     return "claim-" + hashlib.sha1(str(text).encode()).hexdigest()[:10]
 
 
-VERDICT_TABLE_COLUMNS = {"#": 4, "Claim": 27, "Paper": 15, "Ours": 18, "Verdict": 10, "Why": 26}
-
-
-def verdict_table(claims: list[Claim]) -> Rendered:
-    """The "Paper vs. this book" table in full: each claim numbered, the paper's number, ours, a coloured
-    verdict and its reason, nothing cut; each row is the target of its claim's link in the summary box
-    (:func:`claim_anchor`), the table that of ``#verdicts``."""
-    table = claims_table(claims)
-    table.insert(0, "#", range(1, len(table) + 1))
-    rows = [[verdict_label(v) if column == "Verdict" else html.escape(str(v))
-             for column, v in zip(table.columns, values)] for values in table.itertuples(index=False)]
-    body = html_table(VERDICT_TABLE_COLUMNS, rows, row_ids=[claim_anchor(c.claim) for c in claims], table_id="verdicts")
-    return Rendered(body, markdown_table(table))
-
-
 def _shown_path(path: Path) -> str:
     """`path` relative to the repository when it lies inside it."""
     path = Path(path)
@@ -398,7 +374,7 @@ def verdict_summary(chapter: str, folders: dict[str, Path]) -> Rendered:
     """A chapter's summary box: for each results folder (a scale, e.g. ``{"book scale": results/book}``)
     the counts of the chapter's verdicts with their denominators and the grid they rest on (partial grids
     flagged), or that its file is missing; then every claim with its verdict and our number at each scale,
-    each linked to its row in the chapter's verdict table (:func:`verdict_table`)."""
+    each linked to its row in the chapter's verdict table (:func:`explainopt.verdicts.verdict_table`)."""
     found = {label: read_chapter_results(folder, chapter) for label, folder in folders.items()}
     lines = [_scale_line(label, Path(folders[label]) / f"{chapter}.json", data) for label, data in found.items()]
     claims, note = _claims_at_each_scale(found), _summary_note(found)

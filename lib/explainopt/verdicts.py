@@ -2,8 +2,7 @@
 an evidence rule and, for a verdict other than *reproduced*, a computed explanation.
 
 A chapter declares its claims in ``chapters/data/<chapter>_claims.csv`` and reads them with a
-:class:`ClaimBook`; its checks build each claim with :meth:`ClaimBook.claim` (or stamp claims computed
-elsewhere with :meth:`ClaimBook.declare`), deciding with the shared predicates :func:`all_of_at_least`,
+:class:`ClaimBook`; its checks build each claim with :meth:`ClaimBook.claim`, deciding with the shared predicates :func:`all_of_at_least`,
 :func:`share_of_matched_pairs`, :func:`interval_above` and :func:`interval_below`. A claim
 (:class:`DeclaredClaim`) is a :class:`~explainopt.reporting.Claim` that also carries its id, its rule, the
 cells it counted and needed, and its explanation: :func:`~explainopt.reporting.save_chapter_results` stores
@@ -38,6 +37,7 @@ class DeclaredClaim(reporting.Claim):
     rule: str = ""
     evidence: int | None = None
     minimum: int = 1
+    unit: str = "cells"
     explanation: str = ""
 
 
@@ -98,7 +98,7 @@ def explanation(c: DeclaredClaim, *, deviation: str = "") -> str:
     if c.verdict == REPRODUCED:
         return ""
     if c.verdict == NOT_RUN:
-        counted = (f"{c.evidence} of the {c.minimum} cells the rule needs were computed" if c.evidence is not None
+        counted = (f"{c.evidence} of the {c.minimum} {c.unit} the rule needs were counted" if c.evidence is not None
                    and c.evidence < c.minimum else (c.why or "the check found no data"))
         return f"Too little evidence: {counted}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
@@ -109,10 +109,10 @@ def explanation(c: DeclaredClaim, *, deviation: str = "") -> str:
 
 
 def declared(c: reporting.Claim, *, id: str, rule: str, evidence: int | None, minimum: int,
-             deviation: str = "") -> DeclaredClaim:
-    """`c` with its id, rule, evidence and explanation."""
+             deviation: str = "", unit: str = "cells") -> DeclaredClaim:
+    """`c` with its id, rule, evidence (counted in `unit`) and explanation."""
     made = DeclaredClaim(**asdict(c), id=id, rule=rule, evidence=None if evidence is None else int(evidence),
-                         minimum=int(minimum))
+                         minimum=int(minimum), unit=unit or "cells")
     made.explanation = explanation(made, deviation=deviation)
     return made
 
@@ -166,28 +166,11 @@ class ClaimBook:
         evidence rule; `fields` fill the wording's named fields, `paper` overrides the declared number text
         (when it is computed from a transcribed table), `deviation` the declared deviation (when it is
         computed)."""
-        fields = fields or {}
+        fields, unit = fields or {}, self.row(id)["unit"] or "cells"
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
-                               ours=ours, holds=holds, evidence=evidence, minimum=minimum, **kwargs)
-        return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum,
+                               ours=ours, holds=holds, evidence=evidence, minimum=minimum, unit=unit, **kwargs)
+        return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation)
-
-    def declare(self, claims: list[reporting.Claim], *, evidence: dict[str, tuple[int | None, int]] | None = None,
-                deviations: dict[str, str] | None = None) -> list[DeclaredClaim]:
-        """`claims`, computed by checks that state their own wording (in this table's order), with their
-        declared ids, evidence rules and explanations; `evidence` (id -> (counted, needed)) gives the cells
-        where the check does not say, `deviations` (id -> text) replace the declared deviation where the
-        check computes one. An error when the checks' claims and the table disagree."""
-        if len(claims) != len(self.ids):
-            raise ValueError(f"{len(claims)} claims for the {len(self.ids)} declared in chapter {self.chapter}")
-        out = []
-        for c, id in zip(claims, self.ids):
-            if c.claim != self.text(id):
-                raise ValueError(f"claim {id!r} reads {c.claim!r}; its declared wording is {self.text(id)!r}")
-            counted, needed = (evidence or {}).get(id, (None, 1))
-            out.append(declared(c, id=id, rule=self.rule(id, needed), evidence=counted, minimum=needed,
-                                deviation=(deviations or {}).get(id, self.row(id)["deviation"])))
-        return out
 
 
 # --------------------------------------------------------------------------- showing them

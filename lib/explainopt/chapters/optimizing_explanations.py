@@ -741,7 +741,7 @@ def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFra
     order = ", ".join(f"{pretty(f)} {a:.2f}" for f, a in table["agreement"].items())
     ours = f"ρ = {_minus(rho)} over {len(table)} functions (agreement, roughest first: {order})"
     if len(table) < ROUGH_MIN_FUNCTIONS:
-        why = f"a cell is a function that ran at D ≥ 2; a rank correlation over fewer than {ROUGH_MIN_FUNCTIONS} says little"
+        why = f"a rank correlation over fewer than {ROUGH_MIN_FUNCTIONS} functions says little"
     else:
         parts = []
         if "tie-aware agreement" in table:
