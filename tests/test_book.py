@@ -40,6 +40,22 @@ def test_notebooks_are_stored_clean_with_a_tagged_parameters_cell(notebook):
     assert 'scale = "book"' in first.source, "the default scale is book"
 
 
+#: The longest code line the book's text column shows without scrolling (about 77 monospace characters
+#: fit its 676 px at the theme's code font size).
+CODE_LINE_MAX = 76
+#: The cell tags that keep a cell's code out of the book (the parameters cell is removed by the runner).
+HIDDEN_CODE = {"remove-cell", "remove-input", "hide-input", "parameters"}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_code_line_the_book_shows_is_wider_than_its_column(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    long = [f"cell {i}: {line!r} ({len(line)} characters)" for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and not HIDDEN_CODE & set(cell.metadata.get("tags", []))
+            for line in cell.source.splitlines() if len(line) > CODE_LINE_MAX]
+    assert not long, f"code lines over {CODE_LINE_MAX} characters:\n" + "\n".join(long)
+
+
 def _notebook(tmp_path, *sources):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]

@@ -12,6 +12,7 @@ runs fail on that warning.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from itertools import combinations
 
@@ -234,10 +235,23 @@ def check_layout(fig, renderer=None) -> None:
         warnings.warn(FigureLayoutWarning(f"figure {title!r}: " + "; ".join(problems)), stacklevel=2)
 
 
+@contextlib.contextmanager
+def half_made(fig):
+    """Draws of `fig` inside this block are not checked by :func:`watch_layout`: the figure is half made
+    (seaborn's heatmap draws it to see whether its tick labels overlap, before the caller sets them)."""
+    fig._half_made = True
+    try:
+        yield fig
+    finally:
+        fig._half_made = False
+
+
 def watch_layout(fig) -> None:
     """A pyplot figure hook (``figure.hooks``, set by :func:`use_book_style`): the first time `fig` is drawn
     (shown in a notebook, saved), :func:`check_layout` checks it."""
     def on_draw(event):
+        if getattr(fig, "_half_made", False):
+            return
         fig.canvas.mpl_disconnect(connection)
         check_layout(fig, event.renderer)
     connection = fig.canvas.mpl_connect("draw_event", on_draw)
