@@ -130,12 +130,11 @@ def plot_vrp_explanation(result: dict, *, method: str = "CLEMO (SLSQP)", compone
         ax.annotate(str(j), xy[j], ha="center", va="center", fontsize=9, color="white" if j == 0 else "black", zorder=4)
     ax.set_title(f"{result['components'][component]}: contributions\n({method})")
     ax.set_axis_off()
-    bar = plt.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="relative contribution",
-                       orientation="horizontal", fraction=0.05, pad=0.02)
-    bar.locator = MaxNLocator(3, symmetric=True)  # the bar is narrow: more ticks would overlap
-    bar.update_ticks()
+    plt.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=cmap), ax=ax, label="relative contribution",
+                 orientation="horizontal", fraction=0.05, pad=0.02)
     order = np.argsort(-np.abs(rel))[:top][::-1]
     bx.barh([names[i] for i in order], rel[order], color=[cmap(norm(rel[i])) for i in order])
+    bx.xaxis.set_major_locator(MaxNLocator(4))  # a narrow panel: more ticks would overlap
     bx.set_xlabel("relative contribution")
     bx.set_title(f"top {top}")
     return axes
