@@ -40,6 +40,30 @@ def test_notebooks_are_stored_clean_with_a_tagged_parameters_cell(notebook):
     assert 'scale = "book"' in first.source, "the default scale is book"
 
 
+#: The longest code line the book's 676 px text column shows without scrolling sideways (measured in
+#: Chromium: a line of 74 characters scrolls its code box, 656 px of text in 650).
+CODE_LINE_MAX = 73
+#: The cell tags that keep a cell's code out of the book (the runner removes the parameters cell); a
+#: ``hide-input`` cell's code is one click away, so its lines count.
+HIDDEN_CODE = {"remove-cell", "remove-input", "parameters"}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_code_line_the_book_shows_is_wider_than_its_column(notebook):
+    nb = nbformat.read(notebook, as_version=4)
+    long = [f"cell {i}: {line!r} ({len(line)} characters)" for i, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and not HIDDEN_CODE & set(cell.metadata.get("tags", []))
+            for line in cell.source.splitlines() if len(line) > CODE_LINE_MAX]
+    assert not long, f"code lines over {CODE_LINE_MAX} characters:\n" + "\n".join(long)
+
+
+def test_wrappable_labels_have_spaces_for_underscores_and_keep_the_values():
+    frame = pd.DataFrame({"max_objective_gap": [1.5], 2: [3]}, index=pd.Index(["give_me_credit"], name="net_name"))
+    shown = book.wrappable(frame)
+    assert list(shown.columns) == ["max objective gap", 2] and list(shown.index) == ["give me credit"]
+    assert shown.to_numpy().tolist() == frame.to_numpy().tolist()
+
+
 def _notebook(tmp_path, *sources):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]

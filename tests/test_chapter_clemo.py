@@ -128,6 +128,10 @@ def test_paper_tables_sit_beside_ours():
     assert vs.loc[("uncorrelated", CH.SLSQP), "accuracy_std (paper)"] == 157      # both fits face the paper's CLEMO
     assert vs.loc[("uncorrelated", "LR"), "feasibility_std (paper)"] == 1.51
     assert np.isnan(vs.loc[("uncorrelated", CH.CONVEX), "FSI (ours)"])
+    shown = CH.paper_layout(vs)
+    assert list(shown.columns) == list(CH.PAPER_LAYOUT.values()) and shown.index.equals(vs.index)
+    assert shown.loc[("uncorrelated", CH.CONVEX), "accuracy μ"] == "1.20 (479)"
+    assert shown.loc[("uncorrelated", CH.CONVEX), "FSI"] == "— (2.26)"
     runs = pd.concat([knapsack_runs(kinds=["uncorrelated"], accuracy=(1.0, 1.2), objective=(0.4, 0.1)),
                       knapsack_runs(kinds=["uncorrelated"], method=CH.SLSQP, objective=(0.4, 0.2))])
     ratios = CH.clemo_vs_lr(runs).loc["uncorrelated"]
@@ -622,3 +626,16 @@ def test_lambda_slider_changes_the_surrogates_data():
     assert len(steps) == 3 and {s.method for s in steps} == {"update"} and fig.layout.sliders[0].active == 1
     assert all(list(s.args[2]) == [2, 3] for s in steps)                  # the two CLEMO traces
     assert not np.allclose(steps[0].args[0]["y"][0], steps[2].args[0]["y"][0])
+
+
+def test_the_vrp_explanation_figure_fits_the_page(book_style):
+    """Figure 3 (and 9) on a 20-customer network fits the page: no overlapping labels, nothing too wide."""
+    n, rng = 21, np.random.default_rng(0)
+    contributions = rng.normal(scale=0.05, size=2 * n - 2)
+    names = [f"demand {j}" for j in range(1, n)] + [f"cost (0, {j})" for j in range(1, n)]
+    result = {"contributions": {"CLEMO (SLSQP)": [contributions]}, "features": names,
+              "coordinates": np.vstack([[0, 0], [(np.cos(a), np.sin(a)) for a in np.linspace(0, 6, n - 1)]]),
+              "routes": [[0, 1, 2, 3, 0], [0, 4, 5, 6, 7, 0]],
+              "components": ["f"]}
+    axes = FIG.plot_vrp_explanation(result)
+    book_style.check_layout(axes[0].figure)

@@ -85,6 +85,17 @@ def test_a_pyplot_figure_warns_when_it_is_drawn_with_a_problem():
         fig.canvas.draw()  # checked once
 
 
+def test_a_figure_drawn_half_made_is_checked_when_drawn_finished():
+    fig, ax = plt.subplots(figsize=plots.figsize(2.5, width=0.4))
+    ax.bar([f"a long category name {k}" for k in range(8)], np.arange(8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with plots.half_made(fig):
+            fig.canvas.draw()  # e.g. seaborn measuring its labels before the caller turns them
+    with pytest.warns(plots.FigureLayoutWarning, match="overlaps"):
+        fig.canvas.draw()
+
+
 def test_figsize_refuses_a_share_outside_the_column():
     with pytest.raises(ValueError, match="width=1.5"):
         plots.figsize(3, width=1.5)

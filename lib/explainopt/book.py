@@ -386,8 +386,22 @@ def committed_folders() -> dict[str, Path]:
 
 def verdict_summary(chapter: str) -> reporting.Rendered:
     """The box a chapter opens with (a hidden-input cell right after its set-up): its committed verdicts at
-    the book and the paper scale (:func:`~explainopt.reporting.verdict_summary`), whatever scale renders it."""
-    return reporting.verdict_summary(chapter, committed_folders())
+    the book and the paper scale (:func:`~explainopt.reporting.verdict_summary`), whatever scale renders it.
+
+    Its table sits in a block of its own: the theme gives each child of an admonition side margins, so a
+    table of 100 % width directly inside the box would stick out of it by those margins."""
+    box = reporting.verdict_summary(chapter, committed_folders())
+    return reporting.Rendered(box.html.replace("<table", "<div><table").replace("</table>", "</table></div>"),
+                              box.markdown)
+
+
+def wrappable(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with a space for every underscore in its row and column labels ("strongly correlated", not
+    "strongly_correlated"): the browser wraps a label only at a space, and a long unbroken one widens its
+    table past the text column."""
+    def spaced(label):
+        return label.replace("_", " ") if isinstance(label, str) else label
+    return frame.rename(index=spaced, columns=spaced)
 
 
 def chapter_link(chapter: str) -> str:

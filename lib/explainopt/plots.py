@@ -12,6 +12,7 @@ runs fail on that warning.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from itertools import combinations
 
@@ -234,10 +235,28 @@ def check_layout(fig, renderer=None) -> None:
         warnings.warn(FigureLayoutWarning(f"figure {title!r}: " + "; ".join(problems)), stacklevel=2)
 
 
+#: The figures drawn half made now (:func:`half_made`); None stands for every figure.
+_HALF_MADE: list = []
+
+
+@contextlib.contextmanager
+def half_made(fig=None):
+    """Draws of `fig` (default: of every figure) inside this block are not checked by :func:`watch_layout`:
+    the figure is half made (seaborn draws a heatmap to see whether its tick labels overlap, and a
+    FacetGrid to measure its legend, before the caller has placed them)."""
+    _HALF_MADE.append(fig)
+    try:
+        yield fig
+    finally:
+        _HALF_MADE.pop()
+
+
 def watch_layout(fig) -> None:
     """A pyplot figure hook (``figure.hooks``, set by :func:`use_book_style`): the first time `fig` is drawn
     (shown in a notebook, saved), :func:`check_layout` checks it."""
     def on_draw(event):
+        if None in _HALF_MADE or fig in _HALF_MADE:
+            return
         fig.canvas.mpl_disconnect(connection)
         check_layout(fig, event.renderer)
     connection = fig.canvas.mpl_connect("draw_event", on_draw)

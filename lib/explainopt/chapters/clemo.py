@@ -482,6 +482,25 @@ def knapsack_vs_paper(table2: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=columns).set_index(["kind", "method"])
 
 
+#: Table 2's columns in the paper's order and words (its accuracy and incoherence μ and σ, then stability).
+PAPER_LAYOUT = {"accuracy_mean": "accuracy μ", "accuracy_std": "accuracy σ", "objective_mean": "objective μ",
+                "objective_std": "objective σ", "feasibility_mean": "feasible region μ",
+                "feasibility_std": "feasible region σ", "std": "std.", "normalized_std": "normalized std.",
+                "FSI": "FSI"}
+
+
+def paper_layout(vs_paper: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 beside the paper's (:func:`knapsack_vs_paper`) in the paper's layout: a row per type and
+    method, a column per measure of the paper's Table 2, each cell "ours (paper)" in the book's number
+    format (:func:`reporting.number_text`), "—" where a number is missing."""
+    def cell(row, measure):
+        ours, paper = (reporting.number_text(row[f"{measure} ({who})"]) for who in ("ours", "paper"))
+        return f"{ours} ({paper})"
+
+    return pd.DataFrame({label: [cell(row, measure) for _, row in vs_paper.iterrows()]
+                         for measure, label in PAPER_LAYOUT.items()}, index=vs_paper.index)
+
+
 def _clemo_vs_lr(lr, cl) -> tuple[float, float, float]:
     """CLEMO's accuracy cost and its cuts of the objective and feasibility incoherence, relative to LR."""
     return (cl["accuracy_mean"] / lr["accuracy_mean"] - 1, 1 - cl["objective_mean"] / lr["objective_mean"],

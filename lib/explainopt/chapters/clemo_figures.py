@@ -9,6 +9,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -133,6 +134,7 @@ def plot_vrp_explanation(result: dict, *, method: str = "CLEMO (SLSQP)", compone
                  orientation="horizontal", fraction=0.05, pad=0.02)
     order = np.argsort(-np.abs(rel))[:top][::-1]
     bx.barh([names[i] for i in order], rel[order], color=[cmap(norm(rel[i])) for i in order])
+    bx.xaxis.set_major_locator(MaxNLocator(4))  # a narrow panel: more ticks would overlap
     bx.set_xlabel("relative contribution")
     bx.set_title(f"top {top}")
     return axes

@@ -13,7 +13,7 @@ import seaborn as sns
 from plotly.subplots import make_subplots
 
 from ..counterfactuals.ensembles import robust_saa_threshold, robustness_threshold
-from ..plots import PALETTE, figsize, legend_below, panels
+from ..plots import PALETTE, figsize, half_made, legend_below, panels
 from .robust_ensembles import TIME_ORDER, counterfactual_path, describe_path
 
 
@@ -51,9 +51,11 @@ def plot_counterfactual_path(table, *, ax=None, title=""):
     changes = table.iloc[:, 1:]
     # changes below the display precision (e.g. a split margin) are real: show them, not as "-0.00"
     labels = changes.map(lambda v: f"{v:.2f}" if abs(v) >= 5e-3 else ("0" if abs(v) <= 1e-6 else f"{v:.0e}"))
-    sns.heatmap(changes, ax=ax, cmap="RdBu", center=0, vmin=-1, vmax=1, annot=labels, fmt="",
-                cbar_kws={"label": "change (scaled units)"})
-    ax.set_yticklabels([f"{n} = {v:.2f}" for n, v in zip(table.index, table["factual"])], rotation=0)
+    rows = [f"{n} = {v:.2f}" for n, v in zip(table.index, table["factual"])]
+    with half_made(ax.figure):  # seaborn draws the heatmap with its labels upright to see if they overlap
+        sns.heatmap(changes, ax=ax, cmap="RdBu", center=0, vmin=-1, vmax=1, annot=labels, fmt="",
+                    xticklabels=True, yticklabels=rows, cbar_kws={"label": "change (scaled units)"})
+    ax.tick_params(axis="y", rotation=0)
     ax.set(xlabel="robustness target 1 − α", ylabel="feature = factual value", title=title)
     return ax
 
@@ -112,7 +114,7 @@ def plot_solve_times(times, *, ax=None):
     ax.set(xlabel="", ylabel="solve time [s] (log scale)")
     ax.tick_params(axis="x", labelrotation=30)
     ax.get_legend().remove()
-    legend_below(ax.figure, ncols=3)
+    legend_below(ax.figure, ncols=2)  # three long labels a row make the figure wider than the column
     return ax
 
 
