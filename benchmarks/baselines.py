@@ -45,7 +45,7 @@ from explainopt.counterfactuals import baselines, rbr
 from explainopt.counterfactuals.adversarial_recourse import adversarial_recourse
 from explainopt.counterfactuals.proplace import evaluate
 from explainopt.counterfactuals.regions import certify_region
-from explainopt.encoders import model_predict, network_layers, torch_network
+from explainopt.encoders import model_predict, network_layers
 
 
 def authors_module(path: str, name: str):

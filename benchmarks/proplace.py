@@ -26,7 +26,6 @@ the box and the l1 ball around the factual of radius the distance to its nearest
 import argparse
 import time
 
-import numpy as np
 import pandas as pd
 
 from explainopt.benchmark import network_grid, time_instance

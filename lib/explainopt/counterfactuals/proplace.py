@@ -49,7 +49,7 @@ import numpy as np
 from sklearn.neighbors import KDTree
 
 from .. import solvers
-from ..encoders import IntervalNetwork, delta_robust, encode, interval_lower, model_predict, network_layers
+from ..encoders import IntervalNetwork, delta_robust, interval_lower, model_predict, network_layers
 from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer, segment_points
 from ..validation import check_matrix, counterfactual_inputs, require_class_one
 from .base import Counterfactual, contract

@@ -36,7 +36,6 @@ import highspy
 import scipy.sparse as sp
 from sklearn.neural_network import MLPClassifier
 
-from .. import solvers
 from .base import (Encoding, as_bounds, check_binary, check_features, check_fitted, predicted_index, register,
                    type_names)
 
