@@ -520,6 +520,7 @@ def test_the_book_scale_renders_from_its_committed_store_and_computes_only_what_
     from explainopt import experiments
 
     monkeypatch.setattr(book, "RESULTS", tmp_path)
+    monkeypatch.setattr(experiments, "RESULTS", tmp_path)
     monkeypatch.delenv(book.RECOMPUTE, raising=False)
     grid = _replicates(_replicate, "ab", n=2)
     COMPUTED.clear()

@@ -322,8 +322,8 @@ def test_claim_ours_robust():
 
 
 def test_table3_rate_claims_are_not_run_on_a_handful_of_counterfactuals():
-    """Audit D3: 7 counterfactuals (the store's) decide nothing, where flipping one flipped the verdict; the
-    not-robust claim names the baseline's deviation as the invalid claim does."""
+    """Audit D3: 7 counterfactuals (the store's) decide nothing, where flipping one flipped the verdict; with
+    the authors' own algorithm as the baseline, a miss is a finding, not a deviation of protocol."""
     seven = _baselines([True] * 6 + [False], [True] * 7, [True] * 7)
     for check in (CH.claim_baseline_not_robust, CH.claim_baseline_invalid, CH.claim_ours_robust):
         claim = check(seven)
@@ -331,8 +331,7 @@ def test_table3_rate_claims_are_not_run_on_a_handful_of_counterfactuals():
     assert N >= 40
     fails = CH.claim_baseline_not_robust(_baselines([True] * N, [True] * N, [True] * N))
     invalid = CH.claim_baseline_invalid(_baselines([True] * N, [True] * N, [True] * N))
-    assert fails.explanation.startswith("Deviation from the paper's protocol: our gradient baseline doubles")
-    assert fails.explanation.split(";")[0] == invalid.explanation.split(";")[0]
+    assert fails.explanation.startswith("Genuine finding") and invalid.explanation.startswith("Genuine finding")
 
 
 def test_a_share_of_no_configurations_reads_n_a():

@@ -61,12 +61,11 @@ from IPython.display import Markdown, display
 
 from . import chapters, experiments, reporting, validation, verdicts
 from .numerics import code_paths
-from .experiments import (COMMITTED, RECOMPUTE, ROOT, Grid, ResultStore, StoreError, chapter_cache, grid_progress,
-                          machine, parse_duration, read_store_file, resolve_function, run_grid, versions)
+from .experiments import (COMMITTED, RECOMPUTE, RESULTS, ROOT, Grid, ResultStore, StoreError, chapter_cache,
+                          grid_progress, machine, parse_duration, read_store_file, resolve_function, run_grid,
+                          versions)
 
 SCALES = ("smoke", "book", "paper")
-#: The committed results: ``results/<scale>/NN.json`` (verdicts) and ``results/paper/NN/`` (the store).
-RESULTS = ROOT / "results"
 class ChapterFailed(RuntimeError):
     """A chapter notebook raised in one of its cells."""
 

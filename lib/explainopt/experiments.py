@@ -702,6 +702,8 @@ def as_cache(cache) -> PickleCache | ResultStore | None:
     return PickleCache(cache)
 
 
+#: The committed results: ``results/<scale>/NN.json`` (verdicts) and ``results/<scale>/NN/`` (the stores).
+RESULTS = ROOT / "results"
 #: The scales whose verdicts and cells are committed, ``results/<scale>/NN.json`` and ``results/<scale>/NN/``.
 COMMITTED = ("book", "paper")
 #: Set by ``run --recompute`` to the moment it started: the chapters' kernels then serve no cell stored before.
@@ -728,7 +730,7 @@ def chapter_cache(chapter: str, scale: str) -> PickleCache | ResultStore:
     (:data:`RECOMPUTE`) a store that serves only the cells computed since the run began."""
     if scale not in COMMITTED:
         return PickleCache(cache_dir(chapter))
-    folder, since = ROOT / "results" / scale / chapter, os.environ.get(RECOMPUTE)
+    folder, since = RESULTS / scale / chapter, os.environ.get(RECOMPUTE)
     return RecomputingStore(folder, since) if since else ResultStore(folder)
 
 
@@ -920,7 +922,7 @@ def results_frame(configs: Iterable[dict], results: Iterable[dict]) -> pd.DataFr
     return pd.DataFrame([{**config, **result} for config, result in zip(configs, results)])
 
 
-__all__ = ["COMMITTED", "RECOMPUTE", "RecomputingStore", "Grid", "PickleCache", "ResultStore", "StoreError", "atomic_write_bytes", "cache_dir", "chapter_cache",
+__all__ = ["COMMITTED", "RECOMPUTE", "RESULTS", "RecomputingStore", "Grid", "PickleCache", "ResultStore", "StoreError", "atomic_write_bytes", "cache_dir", "chapter_cache",
            "CodeChanged", "code_fingerprint", "code_text", "compute_cell", "config_key", "differences", "grid_progress", "limited",
            "machine", "parse_duration", "read_store_file", "results_frame", "revalidate", "revalidation_sample",
            "run_grid", "stored_form", "versions"]
