@@ -6,9 +6,12 @@ cycle); and the module-level import graph has no cycle.
 """
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
+
+from explainopt import chapters
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
 PACKAGE = "explainopt"
@@ -104,3 +107,14 @@ def test_the_module_level_import_graph_has_no_cycle():
     for m in MODULES:
         if m not in state:
             visit(m)
+
+
+@pytest.mark.parametrize("chapter", sorted(chapters.MODULES))
+def test_every_chapter_module_offers_the_chapter_contract(chapter):
+    """ARCHITECTURE.md, "The chapter contract": the same names in every chapter module, its figures apart."""
+    from explainopt.verdicts import ClaimBook
+
+    module = chapters.module(chapter)
+    assert set(module.SCALES) == {"smoke", "book", "paper"}
+    assert callable(module.grids) and callable(module.claims) and isinstance(module.CLAIMS, ClaimBook)
+    importlib.import_module(f"{module.__name__}_figures")

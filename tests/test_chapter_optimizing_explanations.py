@@ -263,7 +263,7 @@ def test_claim_figure2_is_partly_when_the_faithful_region_is_narrower_than_the_p
 
 
 def test_paper_claims_on_a_solved_grid(tables):
-    claims = CH.paper_claims(tables["solved"], tables["strict"], tables["tied"], tables["ties"], tables["profile"])
+    claims = CH.claims(tables["solved"], tables["strict"], tables["tied"], tables["ties"], tables["profile"])
     assert [c.verdict for c in claims][0] == R.REPRODUCED
     assert [c.verdict for c in claims][2:4] == [R.NOT_RUN, R.NOT_RUN]  # no D = 4, fewer than three D >= 2
     rough = claims[4]

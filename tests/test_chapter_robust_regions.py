@@ -407,7 +407,7 @@ def test_claim_times_reads_not_run_when_no_converged_configuration_has_a_paper_t
 
 def test_paper_claims_list_every_claim_and_read_not_run_on_an_empty_run():
     empty = pd.DataFrame()
-    claims = CH.paper_claims(empty, CH.summary_table(empty), empty, [], time_limit=4)
+    claims = CH.claims(empty, CH.summary_table(empty), empty, [], time_limit=4)
     assert len(claims) == 12 and {c.verdict for c in claims} == {NOT_RUN}
 
 

@@ -29,9 +29,9 @@ def _no_data_claims(chapter: str) -> list[reporting.Claim]:
     """Every claim of `chapter` computed on a run without data."""
     empty = pd.DataFrame()
     if chapter == "01":
-        return C1.paper_claims(empty, empty, empty, empty, empty)
+        return C1.claims(empty, empty, empty, empty, empty)
     if chapter == "02":
-        return C2.paper_claims(empty, C2.summary_table(empty), empty, [], time_limit=4)
+        return C2.claims(empty, C2.summary_table(empty), empty, [], time_limit=4)
     if chapter == "03":
         return C3.claims(vrp_samples=40, vrp_solution_limit=20, vrp_chunks=2)
     if chapter == "04":

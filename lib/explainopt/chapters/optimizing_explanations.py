@@ -17,7 +17,7 @@ module holds what only the paper's experiment needs:
   interactive :func:`plot_eta_slider`, beyond the paper);
 - how steep or oscillatory each function's gradient is (:func:`roughness`) against its agreement rate
   (:func:`roughness_vs_agreement`), the check behind Section 4's "steep or oscillatory gradients";
-- the checks behind each claim of the paper (:func:`paper_claims`, one function per claim; the paper's
+- the checks behind each claim of the paper (:func:`claims`, one function per claim; the paper's
   statements are transcribed in ``data/optimizing_explanations_claims.csv`` and
   ``data/optimizing_explanations_figure2.csv``), the closing summary (:func:`lessons`) and the figures.
 """
@@ -755,7 +755,7 @@ def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFra
                            why=why, evidence=len(table), minimum=ROUGH_MIN_FUNCTIONS)
 
 
-def paper_claims(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
+def claims(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, ties: pd.DataFrame,
                  profile: pd.DataFrame) -> list[reporting.Claim]:
     """The chapter's claims, each checked on this run's tables (results, agreement by strict argmax and
     tie-aware, :func:`tie_report`, Figure 2's :func:`profiles`)."""

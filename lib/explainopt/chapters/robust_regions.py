@@ -16,7 +16,7 @@ The experiments of the paper, re-run on the algorithm of :mod:`explainopt.counte
 * the tables beside the paper's numbers (transcribed in ``data/robust_regions_*.csv``):
   :func:`compare_with_paper` (Tables 1-2), :func:`table3`, :func:`accuracy_table` (Table 4), and
   :func:`single_leaf_table` (the heuristic against Algorithm 1, for which the paper gives no numbers);
-* the checks behind each of the paper's claims (``claim_*``, all of them by :func:`paper_claims`), which
+* the checks behind each of the paper's claims (``claim_*``, all of them by :func:`claims`), which
   read *not run* when their data are missing;
 * the figures: Figures 2 and 6 (:func:`tree_run`, a cell per tree, :func:`figure_tree_iterations`), Figure 5
   (:func:`figure_single_leaf`), Figure 7 (:func:`figure_convergence`), with captions computed from the run,
@@ -710,7 +710,7 @@ def claim_times(tables: list[pd.DataFrame], frame: pd.DataFrame, *, time_limit: 
                      "(the converged-only ratio alone would hide the slow ones)")
 
 
-def paper_claims(frame: pd.DataFrame, summary: pd.DataFrame, frame3: pd.DataFrame, tables: list[pd.DataFrame],
+def claims(frame: pd.DataFrame, summary: pd.DataFrame, frame3: pd.DataFrame, tables: list[pd.DataFrame],
                  *, time_limit: float, single_leaf: pd.DataFrame | None = None,
                  convergence: list[dict] | None = None) -> list[Claim]:
     """The chapter's "paper vs. this book" claims, in order, from the run's frames and Tables 1-2, the
