@@ -7,7 +7,7 @@ fingerprint of the code that computed it (:func:`code_fingerprint`), package ver
 time and date. A cell whose code fingerprint differs from the current code's is *stale* and is
 computed again, so a changed algorithm never serves an old result.
 
-Two caches (the chapters' convention is :func:`explainopt.book.chapter_cache`): local pickles
+Two caches (the chapters' convention is :func:`chapter_cache`): local pickles
 (:class:`PickleCache`, ``.cache/<chapter>``, the smoke scale) and the committed results store
 (:class:`ResultStore`, ``results/<scale>/<chapter>``, the book and the paper scale), which a budgeted run
 fills (``budget=``, in the order ``order=`` gives), a later run on another machine continues, and the book

@@ -184,7 +184,7 @@ def check_vector(value, name: str, n: int | None, *, names=None, finite: bool = 
 
 
 def check_factual(x0, model=None, n: int | None = None) -> np.ndarray:
-    """`x0` as a finite float vector of the model's features (:func:`check_vector`, aligned by name).
+    """`x0` as a finite float vector of the model's features (``check_vector``, aligned by name).
 
     Examples
     --------

@@ -1,11 +1,11 @@
 """Counterfactual explanations built on :mod:`explainopt.encoders`.
 
-Every method shares one contract (:mod:`.base`): its inputs are checked once by
-:mod:`explainopt.validation` (``x0`` as an array, Series or one-row DataFrame; the box from
+Every method shares one contract (``counterfactuals.base``): its inputs are checked once by
+``explainopt.validation`` (``x0`` as an array, Series or one-row DataFrame; the box from
 ``lower``/``upper`` or ``X``; ``target=None`` for the other class), and its result has ``x``,
 ``status`` (one vocabulary), ``detail``, ``distance``, ``valid``, ``target``, ``time`` and ``solver``.
-The core modules import neither torch nor OR-Tools; the gradient methods (:mod:`.gradient`,
-:mod:`.roar`, :mod:`.baselines`, :mod:`.adversarial_recourse`) need torch (``pip install explainopt[torch]``).
+The core modules import neither torch nor OR-Tools; the gradient methods (``gradient``,
+``roar``, ``baselines``, ``adversarial_recourse``) need torch (``pip install explainopt[torch]``).
 """
 
 from .base import Counterfactual, check_factual, is_valid

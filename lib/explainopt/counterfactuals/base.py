@@ -5,7 +5,7 @@ same thing whichever method produced it (the contract of every counterfactual me
 checked by :mod:`explainopt.validation` before any work starts):
 
 * ``x``: the counterfactual, on the caller's feature scale (None when none was found);
-* ``status``: how the method ended, in one vocabulary (:data:`explainopt.validation.STATUSES`:
+* ``status``: how the method ended, in one vocabulary (``explainopt.validation.STATUSES``:
   ``optimal``, ``feasible``, ``limit``, ``infeasible``, ``not_found``, ``error``); ``detail``: the
   method's own status (a solver status such as ``time_limit``, or e.g. ``converged``), which
   :func:`explainopt.validation.status_of` maps to ``status``;
@@ -51,7 +51,7 @@ class Counterfactual:
 
     @property
     def status(self) -> str:
-        """How the method ended, in the vocabulary of :data:`explainopt.validation.STATUSES`."""
+        """How the method ended, in the vocabulary of ``explainopt.validation.STATUSES``."""
         return status_of(self.detail)
 
     @property

@@ -142,7 +142,7 @@ class CounterfactualProblem:
 
     def checked(self, solution: Solution, *, target: int, started: float) -> dict:
         """The fields of :class:`CounterfactualResult` for `solution` (`target`: the class index), its
-        point checked with the true model (:func:`~.base.contract`); `started`: ``time.perf_counter()``
+        point checked with the true model (``contract``); `started`: ``time.perf_counter()``
         at the call."""
         res, x, model = solution.result, solution.x, self.encoding.model
         out = dict(x=x, detail=res.status, solver=res.solver, fallback_from=res.fallback_from,
@@ -161,7 +161,7 @@ def counterfactual_problem(model, x0, spec=None, lower=None, upper=None, *, X=No
     spec: a dataset's FeatureSpec list (types, bounds, actionability, one-hot groups); otherwise the box
     `lower`/`upper` (scalars, arrays or Series) or the data `X` (its column minima and maxima) bounds
     continuous free features. `encode_options` go to the encoder. Inputs are checked first
-    (:func:`explainopt.validation.counterfactual_inputs`).
+    (``explainopt.validation.counterfactual_inputs``).
     """
     return checked_problem(model, _inputs(model, x0, spec, lower, upper, X=X), spec, norm=norm, weights=weights,
                     **encode_options)
@@ -212,7 +212,8 @@ def nearest_counterfactual(
 
     Parameters
     ----------
-    model : a fitted binary classifier the encoders support (linear models, trees, forests, gradient
+    model : classifier
+        A fitted binary classifier the encoders support (linear models, trees, forests, gradient
         boosting, ReLU networks: :func:`explainopt.encoders.supported_models`).
     x0 : the factual: an array, a pandas Series or a one-row DataFrame (aligned by feature name with
         the model's ``feature_names_in_``).
