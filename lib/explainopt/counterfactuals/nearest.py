@@ -212,7 +212,7 @@ def nearest_counterfactual(
 
     Parameters
     ----------
-    model : classifier
+    model : fitted classifier
         A fitted binary classifier the encoders support (linear models, trees, forests, gradient
         boosting, ReLU networks: :func:`explainopt.encoders.supported_models`).
     x0 : the factual: an array, a pandas Series or a one-row DataFrame (aligned by feature name with
