@@ -627,7 +627,7 @@ def claim_baseline_not_robust(frame3: pd.DataFrame) -> Claim:
     """At least a fifth of the gradient baseline's counterfactuals are not certified robust (on at least
     :data:`MIN_TABLE3`)."""
     not_robust = 100 - _percent(frame3, "baseline_robust")
-    return CLAIMS.claim("02-baseline-not-robust", ours=f"{not_robust:.0f}% not robust ({len(frame3)} counterfactuals)",
+    return CLAIMS.claim("02-baseline-not-robust", ours=f"{_share_text(not_robust / 100)} not robust ({len(frame3)} counterfactuals)",
                         holds=None if missing(not_robust) else not_robust >= 20, evidence=len(frame3),
                         minimum=MIN_TABLE3, why="'often' read as at least 20% of its counterfactuals not certified robust")
 
@@ -635,7 +635,7 @@ def claim_baseline_not_robust(frame3: pd.DataFrame) -> Claim:
 def claim_baseline_invalid(frame3: pd.DataFrame) -> Claim:
     """Some of the gradient baseline's counterfactuals are invalid (on at least :data:`MIN_TABLE3`)."""
     invalid = 100 - _percent(frame3, "baseline_valid")
-    return CLAIMS.claim("02-baseline-invalid", ours=f"{invalid:.0f}% invalid ({len(frame3)} counterfactuals)",
+    return CLAIMS.claim("02-baseline-invalid", ours=f"{_share_text(invalid / 100)} invalid ({len(frame3)} counterfactuals)",
                         holds=None if missing(invalid) else invalid > 0, evidence=len(frame3), minimum=MIN_TABLE3)
 
 
@@ -643,7 +643,7 @@ def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
     """At least 80% of our Table 3 regions are certified robust at rho (early stops count as not), on at
     least :data:`MIN_TABLE3`."""
     robust = _percent(frame3, "ours_robust")
-    return CLAIMS.claim("02-ours-robust", ours=f"{robust:.0f}% robust (early stops count as not robust; "
+    return CLAIMS.claim("02-ours-robust", ours=f"{_share_text(robust / 100)} robust (early stops count as not robust; "
                                                f"{len(frame3)} counterfactuals)",
                         holds=None if missing(robust) else robust >= 80, evidence=len(frame3), minimum=MIN_TABLE3)
 
