@@ -306,3 +306,27 @@ def test_claim_is_not_run_without_data(id):
     assert (claim.id, claim.verdict) == (id, NOT_RUN), claim
     assert claim.explanation.startswith("Too little evidence")
 
+
+
+# --------------------------------------------------------------------------- re-audit (issue 26, second audit)
+
+def _rbr_without_vdelta(rbr_l1):
+    """The paper's own Table 1 with RBR's vΔ undefined on three data sets (every RBR counterfactual outside
+    [0, 1], as in the paper-scale run) and RBR's l1 set to `rbr_l1`."""
+    table = _paper_like({("RBR", "l1"): rbr_l1})
+    table.loc[(table["method"] == "RBR") & (table["dataset"] != "heloc"), "vΔ"] = math.nan
+    return table
+
+
+@pytest.mark.xfail(strict=True, reason="re-audit R1, fix in /work/notes/reaudit-rbr.patch not applied: editing "
+                   "chapters/proplace.py moves chapter 6's factual_cell fingerprint (it imports DELTAS from that module)")
+def test_rbr_claim_is_decided_by_its_l1_part_when_vdelta_is_undefined():
+    """Re-audit R1: a conjunction one part of which already fails is decided (*differs*), not *not run*
+    because the other part lacks data (as issue 26's defect 5); and the reason says why vΔ is missing."""
+    failed = C4.claim_rbr(_rbr_without_vdelta(9.0))      # RBR's l1 lowest nowhere: the l1 part fails
+    assert failed.verdict == DIFFERS and failed.explanation.startswith(("Genuine finding", "Deviation"))
+    assert "vΔ undefined on adult, compas and give_me_some_credit" in failed.why
+    open_ = C4.claim_rbr(_rbr_without_vdelta(0.0001))    # l1 part holds, vΔ part cannot be judged
+    assert open_.verdict == NOT_RUN and "none of RBR's counterfactuals there lies inside [0, 1]" in open_.explanation
+    robust = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 90.0})
+    assert C4.claim_rbr(robust).verdict == DIFFERS       # Δ-robust somewhere: the vΔ part fails
