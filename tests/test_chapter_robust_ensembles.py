@@ -177,6 +177,17 @@ def test_solve_time_table_keeps_licence_fallbacks_apart_and_ignores_failed_solve
     assert CH.solve_time_table(frame.iloc[:0]).empty
 
 
+def test_solve_time_table_leaves_reused_points_out_of_the_means():
+    """Re-audit J5: a Direct-SAA point reused from a lower threshold's optimum needed no solve; its 0 s
+    would halve the mean here and count as a solve."""
+    frame = _times_frame().iloc[:2]
+    reused = frame.iloc[[1]].assign(solve_time=0.0, reused=True)
+    table = CH.solve_time_table(pd.concat([frame.assign(reused=False), reused], ignore_index=True))
+    row = table.iloc[0]
+    assert (row["problems"], row["solved"], row["reused"]) == (3, 2, 1)
+    assert row["direct-saa"] == pytest.approx(1.5) and row["ratio"] == pytest.approx(1.5)
+
+
 def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio_uses_medians(book_style):
     rows = [{"dataset": "COMPAS", "method": m, "alpha": a, "beta": None, "solver": "highs", "fallback_from": None,
              "status": st, "solve_time": t}

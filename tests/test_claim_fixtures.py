@@ -318,8 +318,6 @@ def _rbr_without_vdelta(rbr_l1):
     return table
 
 
-@pytest.mark.xfail(strict=True, reason="re-audit R1, fix in /work/notes/reaudit-rbr.patch not applied: editing "
-                   "chapters/proplace.py moves chapter 6's factual_cell fingerprint (it imports DELTAS from that module)")
 def test_rbr_claim_is_decided_by_its_l1_part_when_vdelta_is_undefined():
     """Re-audit R1: a conjunction one part of which already fails is decided (*differs*), not *not run*
     because the other part lacks data (as issue 26's defect 5); and the reason says why vΔ is missing."""

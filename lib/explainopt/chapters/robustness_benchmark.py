@@ -55,8 +55,8 @@ from ..featurespace import box_spec
 from ..reporting import Claim
 from ..verdicts import ClaimBook, all_of_at_least
 from . import paper_table, solver_key
-from .proplace import DELTAS as PROPLACE_DELTAS
-from .proplace import MILP_R_DELTA
+from .model_shifts import DELTAS as PROPLACE_DELTAS
+from .model_shifts import MILP_R_DELTA
 
 CHAPTER = "06"
 DATASETS = ["robust-ce/banknote", "robust-ce/diabetes", "carla/compas", "ensembles/German-Credit", "carla/adult",
