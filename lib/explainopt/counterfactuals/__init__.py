@@ -8,10 +8,9 @@ Every method shares one contract (``counterfactuals.base``): its inputs are chec
 The methods, importable from this package:
 
 * nearest: :func:`nearest_counterfactual` (and :func:`counterfactual_problem` to add constraints);
-* robust regions (Maragno et al.): :func:`robust_region`, :func:`single_leaf_region`,
-  :func:`certify_region`;
-* robust counterfactuals of tree ensembles (Direct-/Robust-SAA): :func:`ensemble_counterfactual`,
-  :func:`ensemble_counterfactuals`;
+* robust regions (Maragno et al.): ``robust_region``, ``single_leaf_region``, ``certify_region``;
+* robust counterfactuals of tree ensembles (Direct-/Robust-SAA): ``ensemble_counterfactual``,
+  ``ensemble_counterfactuals``;
 * Delta-robust baselines: :func:`milp_r`, :func:`robx`, :func:`proto_r`; gradient methods: :func:`wachter`,
   :func:`roar_style`.
 
