@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import IsolationForest, RandomForestClassifier
 from sklearn.model_selection import train_test_split
 
 from explainopt.counterfactuals import Counterfactual, CounterfactualResult, nearest_counterfactual
@@ -419,3 +419,31 @@ def test_spambase_counterfactual_is_valid_under_the_forest_despite_close_thresho
     sim = _forest("Spambase", n_estimators=100, max_depth=4, n_factuals=2)
     ce = ens.ensemble_counterfactual(sim.forest, sim.X_factual[0], spec=sim.spec, tau=0.5, time_limit=10)
     assert ce.x is not None and ce.valid and ce.meets_threshold
+
+
+def test_a_forest_fitted_on_a_dataframe_is_fed_its_feature_names_and_answers_as_on_arrays():
+    """scikit-learn warns "X does not have valid feature names" when a model fitted on a DataFrame is given
+    arrays: the method feeds the forest (and the isolation forest) what they were fitted with, and its
+    answers are those of the same forest fitted on the bare array."""
+    import warnings
+
+    import pandas as pd
+
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame(rng.uniform(size=(120, 3)), columns=["income", "debt", "age"])
+    y = (X["income"] - X["debt"] + 0.2 * rng.normal(size=120) > 0).astype(int)
+    named = RandomForestClassifier(n_estimators=9, max_depth=3, random_state=0).fit(X, y)
+    bare = RandomForestClassifier(n_estimators=9, max_depth=3, random_state=0).fit(X.to_numpy(), y)
+    iso_named = IsolationForest(n_estimators=4, contamination=0.1, random_state=0).fit(X[y == 1])
+    iso_bare = IsolationForest(n_estimators=4, contamination=0.1, random_state=0).fit(X[y == 1].to_numpy())
+    x0 = X.iloc[int(np.flatnonzero(named.predict(X) == 0)[0])]
+    taus = [0.5, 0.7, 0.9]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = ens.ensemble_counterfactuals(named, x0, X=X, taus=taus, isolation_forest=iso_named)
+    want = ens.ensemble_counterfactuals(bare, x0.to_numpy(), X=X.to_numpy(), taus=taus, isolation_forest=iso_bare)
+    assert any(ce.x is not None for ce in got)
+    for a, b in zip(got, want):
+        assert (a.status, a.valid, a.score, a.meets_threshold, a.inlier) == (b.status, b.valid, b.score,
+                                                                              b.meets_threshold, b.inlier)
+        np.testing.assert_array_equal(a.x, b.x)

@@ -79,13 +79,41 @@ def test_continued_rounds_carries_x_across_multipliers_and_tests_before_every_st
         tested.append(float(x[0]))
         return x[0] > 0.35
 
-    found = A.continued_rounds(loss, accept, np.zeros(1), [0.2, 0.4, 0.8], learning_rate=0.05, steps=200)
+    found = G.continued_rounds(loss, accept, np.zeros(1), [0.2, 0.4, 0.8], learning_rate=0.05, steps=200)
     assert found.accepted and found.lam == 0.4 and found.rounds == 2 and seen == [0.2, 0.4]
     assert tested[0] == 0.0 and found.x[0] > 0.35 and tested[-1] == found.x[0]
     assert len(tested) > 200 and tested[200] == pytest.approx(tested[199], abs=0.06)  # no restart from x0
-    never = A.continued_rounds(loss, lambda x: False, np.zeros(1), [0.1], steps=3)
+    never = G.continued_rounds(loss, lambda x: False, np.zeros(1), [0.1], steps=3)
     assert not never.accepted and never.rounds == 1 and never.x is not None
-    assert A.continued_rounds(loss, accept, np.zeros(1), []).x is None
+    assert G.continued_rounds(loss, accept, np.zeros(1), []).x is None
+
+
+def test_continued_rounds_stops_at_a_non_finite_iterate_and_keeps_its_dtype():
+    tested = []
+    nan_after_one_step = lambda lam: lambda x: (x * float("nan")).sum()  # noqa: E731
+    found = G.continued_rounds(nan_after_one_step, lambda x: tested.append(x) or False, np.zeros(2), [1.0, 2.0],
+                               steps=5)
+    assert not found.accepted and found.rounds == 1 and np.isnan(found.x).all() and len(tested) == 1
+    seen = []
+    G.continued_rounds(lambda lam: lambda x: (x - 0.3).pow(2).sum(), lambda x: seen.append(x) or False,
+                       np.zeros(1), [1.0], steps=3, learning_rate=0.1, dtype=torch.float32)
+    assert all(x.dtype == np.float64 for x in seen)
+    assert seen[-1][0] == np.float32(seen[-1][0]) and seen[-1][0] > 0  # float32 values, read as float64
+
+
+def test_both_schedules_take_the_same_boxed_adam_steps():
+    """One multiplier: `multiplier_rounds` (restart per round) and `continued_rounds` reach the same point
+    after the same steps, and :class:`~.gradient.BoxedAdam` is the one that took them."""
+    loss = lambda lam: lambda x: ((x - torch.tensor([2.0, -1.0], dtype=x.dtype)) ** 2).sum()  # noqa: E731
+    kw = dict(lower=0.0, upper=[1.0, 0.5], learning_rate=0.1, steps=40)
+    restarted = G.multiplier_rounds(loss, lambda x: False, np.full(2, 0.5), [1.0], **kw)
+    continued = G.continued_rounds(loss, lambda x: False, np.full(2, 0.5), [1.0], **kw)
+    adam = G.BoxedAdam(np.full(2, 0.5), lower=0.0, upper=[1.0, 0.5], learning_rate=0.1)
+    for _ in range(40):
+        adam.step(loss(1.0))
+    np.testing.assert_array_equal(restarted.x, continued.x)
+    np.testing.assert_array_equal(adam.point(), continued.x)
+    np.testing.assert_allclose(continued.x, [1.0, 0.0], atol=1e-3)
 
 
 def _methods(moons):
@@ -122,7 +150,8 @@ def test_the_methods_run_on_the_core_and_name_one_solver(moons, monkeypatch):
         descents.append(kw)
         return original_continued(loss, accept, x0, multipliers, **kw)
 
-    original_continued = A.continued_rounds
+    original_continued = G.continued_rounds
+    assert A.continued_rounds is G.continued_rounds
     monkeypatch.setattr(G, "descend", spy)
     monkeypatch.setattr(A, "continued_rounds", spy_continued)
     for name, (_, run) in _methods(moons).items():

@@ -8,8 +8,8 @@ For a factual ``x0``, a target class and an l2 radius ``rho`` the method minimis
 
 where ``f`` is the network's logit and ``s(x)`` the first-order (one-step, FGSM-like) approximation of the
 worst perturbation in the ball, held constant in the gradient. Adam on ``x`` from ``x0``, one run throughout
-(:func:`continued_rounds`, the gradient core of :mod:`.gradient` without its restart per multiplier): `steps` steps at each multiplier, the multiplier of the cost
-shrinking by `lam_growth` (< 1) from one round to the next, `rounds` rounds; ``x`` kept in the feature box.
+(:func:`~.gradient.continued_rounds` of the gradient core): `steps` steps at each multiplier, the
+multiplier of the cost shrinking by `lam_growth` (< 1) from one round to the next, `rounds` rounds; ``x`` kept in the feature box.
 Before every step the iterate is accepted when the model predicts the target both at ``x`` and at
 ``x + s(x)``; the first accepted iterate is the recourse. When none is accepted the method has no recourse
 and returns the factual itself (the authors' code returns the zero action): it is then *invalid*, which is
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -44,7 +43,7 @@ from ..encoders import torch_network
 from ..validation import counterfactual_inputs
 from .base import Counterfactual, contract
 from .costs import l1
-from .gradient import GRADIENT_SOLVER, Loss, Rounds, growing
+from .gradient import GRADIENT_SOLVER, continued_rounds, growing
 
 
 @dataclass
@@ -65,39 +64,6 @@ class AdversarialRecourse(Counterfactual):
     lam: float = float("nan")
     rounds: int = 0
     diverged: bool = False
-
-
-def continued_rounds(loss: Callable[[float], Loss], accept: Callable[[np.ndarray], bool], x0,
-                     multipliers: Iterable[float], *, lower=0.0, upper=1.0, learning_rate: float = 0.01,
-                     steps: int = 300, dtype=torch.float64) -> Rounds:
-    """One Adam run on ``x`` from `x0`: `steps` steps on ``loss(lam)`` for each multiplier ``lam`` in turn,
-    ``x`` and Adam's moments carried over (where :func:`~.gradient.multiplier_rounds` restarts from `x0`);
-    before every step ``accept(x)``, and the first accepted ``x`` is returned (else the last iterate, never
-    tested). ``x`` is clamped to ``[lower, upper]`` after each step, as in :func:`~.gradient.descend`; an
-    iterate that is not finite ends the run unaccepted (nothing after it can be). rounds: the multipliers begun;
-    dtype: of ``x`` (the float64 arrays passed to `accept` are its values)."""
-    x0 = np.asarray(x0, float)
-    lo, hi = (torch.as_tensor(np.broadcast_to(np.asarray(b, float), x0.shape).copy(), dtype=dtype)
-              for b in (lower, upper))
-    x = torch.as_tensor(x0, dtype=dtype).clone().requires_grad_(True)
-    opt = torch.optim.Adam([x], lr=learning_rate)
-    lam, rounds = None, 0
-    for lam in multipliers:
-        rounds += 1
-        at = loss(lam)
-        for _ in range(steps):
-            point = x.detach().numpy().astype(float)
-            if not np.isfinite(point).all():
-                return Rounds(point, lam, False, rounds)
-            if accept(point):
-                return Rounds(point, lam, True, rounds)
-            value = at(x)
-            opt.zero_grad()
-            value.backward()
-            opt.step()
-            with torch.no_grad():
-                x.clamp_(lo, hi)
-    return Rounds(x.detach().numpy().astype(float) if rounds else None, lam, False, rounds)
 
 
 def bce_towards(net, x, target: int):

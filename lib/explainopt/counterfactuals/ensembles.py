@@ -41,9 +41,10 @@ from scipy import stats
 from sklearn.ensemble import IsolationForest
 
 from .. import solvers
+from ..encoders import model_family, model_predict
+from ..encoders.base import model_input
 from ..encoders.trees import cell_distance_bound
 from ..featurespace import box_spec, data_spec
-from ..encoders import model_family
 from ..validation import check_model, check_spec, counterfactual_inputs
 from .base import is_valid
 from .costs import sparsity
@@ -323,12 +324,12 @@ def _pushed_further(forest, x, *, goal, class_index, x0, weights, space, spec, c
     distance (at most `max_moves` times); then the nearest single move that reaches it. A heuristic for a
     MIP start only: the solver still proves the optimum."""
     x = np.where(np.isin(space.kinds, ["binary", "categorical"]), np.round(x), x)  # the solver's 1 - 1e-9
-    score, dist = float(forest.predict_proba(x.reshape(1, -1))[0, class_index]), weighted_l1(x, x0, weights)
+    score, dist = float(forest.predict_proba(model_input(forest, x))[0, class_index]), weighted_l1(x, x0, weights)
     for _ in range(max_moves + 1):
         candidates = _single_moves(x, x0, space, spec, cuts)
         if not len(candidates):
             return None
-        scores = forest.predict_proba(candidates)[:, class_index]
+        scores = forest.predict_proba(model_input(forest, candidates))[:, class_index]
         dists = weighted_l1(candidates, x0, weights)
         if (scores >= goal).any():
             return candidates[scores >= goal][np.argmin(dists[scores >= goal])]
@@ -528,14 +529,14 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
             results[tau] = EnsembleCounterfactual(**found, tau=tau, relaxed=relaxed)
             previous = None
             continue
-        score = float(forest.predict_proba(x.reshape(1, -1))[0, class_index])
+        score = float(forest.predict_proba(model_input(forest, x))[0, class_index])
         slack = relaxation[1] if relaxed else None
         found["time"] = time.perf_counter() - tau_started
         results[tau] = EnsembleCounterfactual(
             **found, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
             relaxation=float(slack.value) if relaxed and slack.value is not None else 0.0,
             n_changed=sparsity(x, x0, tol=CHANGE_TOLERANCE, groups=[f.group for f in spec]),
-            inlier=None if isolation_forest is None else bool(isolation_forest.predict(x.reshape(1, -1))[0] == 1))
+            inlier=None if isolation_forest is None else bool(model_predict(isolation_forest, x)[0] == 1))
         encoded = found["encoded_output"] if target == 1 else 1.0 - found["encoded_output"]
         optimal = solution.result.status == solvers.OPTIMAL and not relaxed
         previous = (results[tau], encoded) if optimal and (inlier is None or results[tau].inlier) else None

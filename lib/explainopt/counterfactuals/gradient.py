@@ -2,14 +2,19 @@
 
 Three methods search a counterfactual by gradient descent alone: Wachter et al. and the ROAR-style
 baseline (:mod:`.baselines`), ROAR (:mod:`.roar`) and adversarially robust recourse
-(:mod:`.adversarial_recourse`). They differ only in their loss and in the test that accepts a round's
-point; what they share lives here, once:
+(:mod:`.adversarial_recourse`). They differ only in their loss and in the test that accepts a point;
+what they share lives here, once:
 
-* :func:`descend`: Adam steps on ``loss(x)`` from the factual ``x0``, ``x`` clamped to ``[lower, upper]``
-  after every step; with ``tol``, until the loss moves by less than ``tol`` from one step to the next;
-* :func:`multiplier_rounds`: for each multiplier ``lam`` of a schedule (:func:`growing`:
-  ``lam, lam * lam_growth, ...``; or ROAR's decreasing cost weights), one descent on ``loss(lam)`` from
-  the factual, until a round's point passes the method's test.
+* :class:`BoxedAdam`: Adam on ``x`` from the factual ``x0``, ``x`` clamped to ``[lower, upper]`` after
+  every step;
+* :func:`descend`: `steps` such steps on ``loss(x)``; with ``tol``, until the loss moves by less than
+  ``tol`` from one step to the next;
+* two ways to run a schedule of multipliers ``lam`` (:func:`growing`: ``lam, lam * lam_growth, ...``; or
+  ROAR's decreasing cost weights) until a point passes the method's test:
+  :func:`multiplier_rounds` restarts a descent on ``loss(lam)`` from the factual for each multiplier and
+  tests its last point (Wachter, the ROAR-style baseline, ROAR); :func:`continued_rounds` runs one Adam
+  throughout, ``x`` and Adam's moments carried from one multiplier to the next, and tests every iterate
+  before its step (adversarial recourse, as Dominguez-Olmedo et al.'s code runs it).
 
 One set of parameter names for every method: ``learning_rate`` (Adam's step size), ``steps`` (Adam steps
 per round), ``lam`` (the first multiplier), ``lam_growth`` (its factor from one round to the next),
@@ -28,33 +33,51 @@ import torch
 #: The solver every gradient method reports: ``torch.optim.Adam``.
 GRADIENT_SOLVER = "adam"
 
-#: A loss: the scalar tensor to minimise at the counterfactual ``x`` (a float64 tensor that requires grad).
+#: A loss: the scalar tensor to minimise at the counterfactual ``x`` (a tensor that requires grad).
 Loss = Callable[[torch.Tensor], torch.Tensor]
+
+
+class BoxedAdam:
+    """Adam on a counterfactual ``x`` (a `dtype` tensor, from `x0`), clamped to ``[lower, upper]`` (scalars
+    or per feature) after every :meth:`step`; :meth:`point` reads ``x`` as a float64 array."""
+
+    def __init__(self, x0, *, lower=0.0, upper=1.0, learning_rate: float = 0.01, amsgrad: bool = False,
+                 dtype=torch.float64):
+        x0 = np.asarray(x0, float)
+        self.lower, self.upper = (torch.as_tensor(np.broadcast_to(np.asarray(b, float), x0.shape).copy(), dtype=dtype)
+                                  for b in (lower, upper))
+        self.x = torch.as_tensor(x0, dtype=dtype).clone().requires_grad_(True)
+        self.optimizer = torch.optim.Adam([self.x], lr=learning_rate, amsgrad=amsgrad)
+
+    def step(self, loss: Loss) -> torch.Tensor:
+        """One Adam step on ``loss(x)``, then ``x`` clamped to the box; returns the loss before the step."""
+        value = loss(self.x)
+        self.optimizer.zero_grad()
+        value.backward()
+        self.optimizer.step()
+        with torch.no_grad():
+            self.x.clamp_(self.lower, self.upper)
+        return value
+
+    def point(self) -> np.ndarray:
+        """``x`` now, a float64 copy."""
+        return self.x.detach().numpy().astype(float)
 
 
 def descend(loss: Loss, x0, *, lower=0.0, upper=1.0, learning_rate: float = 0.01, steps: int = 300,
             tol: float | None = None, amsgrad: bool = False) -> np.ndarray:
-    """`steps` Adam steps on ``loss(x)`` from ``x = x0``, each followed by clamping ``x`` to
-    ``[lower, upper]`` (scalars or per feature); with `tol`, stop early once the loss (before the step)
-    moves by less than `tol` from the previous step's. Returns the last ``x`` (a float64 copy)."""
-    x0 = np.asarray(x0, float)
-    lo, hi = (torch.as_tensor(np.broadcast_to(np.asarray(b, float), x0.shape).copy()) for b in (lower, upper))
-    x = torch.as_tensor(x0).clone().requires_grad_(True)
-    opt = torch.optim.Adam([x], lr=learning_rate, amsgrad=amsgrad)
+    """`steps` :class:`BoxedAdam` steps on ``loss(x)`` from ``x = x0`` (float64); with `tol`, stop early once
+    the loss (before the step) moves by less than `tol` from the previous step's. Returns the last ``x``."""
+    adam = BoxedAdam(x0, lower=lower, upper=upper, learning_rate=learning_rate, amsgrad=amsgrad)
     previous = math.inf
     for _ in range(steps):
-        value = loss(x)
-        opt.zero_grad()
-        value.backward()
-        opt.step()
-        with torch.no_grad():
-            x.clamp_(lo, hi)
+        value = adam.step(loss)
         if tol is not None:
             now = value.item()
             if abs(previous - now) < tol:
                 break
             previous = now
-    return x.detach().numpy().copy()
+    return adam.point()
 
 
 def growing(lam: float, lam_growth: float, rounds: int) -> list[float]:
@@ -68,8 +91,9 @@ def growing(lam: float, lam_growth: float, rounds: int) -> list[float]:
 
 @dataclass
 class Rounds:
-    """What :func:`multiplier_rounds` found. x: the first accepted point, else the last round's (None when
-    no round ran); lam: its multiplier; accepted: whether x passed the test; rounds: descents run."""
+    """What :func:`multiplier_rounds` or :func:`continued_rounds` found. x: the first accepted point, else
+    the last one (None when no round ran); lam: its multiplier; accepted: whether x passed the test;
+    rounds: the multipliers begun."""
 
     x: np.ndarray | None
     lam: float | None
@@ -90,4 +114,28 @@ def multiplier_rounds(loss: Callable[[float], Loss], accept: Callable[[np.ndarra
     return Rounds(x, lam, False, rounds)
 
 
-__all__ = ["GRADIENT_SOLVER", "Loss", "Rounds", "descend", "growing", "multiplier_rounds"]
+def continued_rounds(loss: Callable[[float], Loss], accept: Callable[[np.ndarray], bool], x0,
+                     multipliers: Iterable[float], *, lower=0.0, upper=1.0, learning_rate: float = 0.01,
+                     steps: int = 300, dtype=torch.float64) -> Rounds:
+    """One :class:`BoxedAdam` run from `x0`: `steps` steps on ``loss(lam)`` for each multiplier ``lam`` in
+    turn, ``x`` and Adam's moments carried over (where :func:`multiplier_rounds` restarts from `x0`);
+    ``accept(x)`` before every step, and the first accepted ``x`` is returned (else the last iterate, never
+    tested). An iterate that is not finite ends the run unaccepted (nothing after it can be). dtype: of
+    ``x`` (the float64 arrays passed to `accept` are its values)."""
+    adam = BoxedAdam(x0, lower=lower, upper=upper, learning_rate=learning_rate, dtype=dtype)
+    lam, rounds = None, 0
+    for lam in multipliers:
+        rounds += 1
+        at = loss(lam)
+        for _ in range(steps):
+            point = adam.point()
+            if not np.isfinite(point).all():
+                return Rounds(point, lam, False, rounds)
+            if accept(point):
+                return Rounds(point, lam, True, rounds)
+            adam.step(at)
+    return Rounds(adam.point() if rounds else None, lam, False, rounds)
+
+
+__all__ = ["BoxedAdam", "GRADIENT_SOLVER", "Loss", "Rounds", "continued_rounds", "descend", "growing",
+           "multiplier_rounds"]

@@ -142,9 +142,20 @@ def model_family(model) -> str:
     return _family(model).name
 
 
-def _as_matrix(model, X):
+def model_input(model, X):
     """The rows of `X` as the model takes them: a float matrix, or a DataFrame of its feature names when it
-    was fitted with names (so that scikit-learn does not warn about missing names)."""
+    was fitted with names (so that scikit-learn does not warn about missing names).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from explainopt.encoders.base import model_input
+    >>> model = LogisticRegression().fit(pd.DataFrame({"age": [20.0, 30, 40, 50]}), [0, 0, 1, 1])
+    >>> model_input(model, [35.0])
+        age
+    0  35.0
+    """
     X = np.asarray(X, dtype=float)
     X = X.reshape(1, -1) if X.ndim == 1 else X
     names = getattr(model, "feature_names_in_", None)
@@ -167,7 +178,7 @@ def model_output(model, X) -> np.ndarray:
     >>> np.allclose(model_output(model, [[0.5], [2.5]]), model.decision_function([[0.5], [2.5]]))
     True
     """
-    return np.asarray(_family(model).output(model, _as_matrix(model, X)), dtype=float).ravel()
+    return np.asarray(_family(model).output(model, model_input(model, X)), dtype=float).ravel()
 
 
 def model_predict(model, X) -> np.ndarray:
@@ -182,7 +193,7 @@ def model_predict(model, X) -> np.ndarray:
     >>> model_predict(model, [[0.5], [2.5]]), model.classes_
     (array([0, 1]), array(['no', 'yes'], dtype='<U3'))
     """
-    return np.asarray(_family(model).predict(model, _as_matrix(model, X)), dtype=int).ravel()
+    return np.asarray(_family(model).predict(model, model_input(model, X)), dtype=int).ravel()
 
 
 def supported_models() -> list[str]:
