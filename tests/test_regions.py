@@ -11,8 +11,9 @@ from sklearn.linear_model import LogisticRegression, SGDClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.tree import DecisionTreeClassifier
 
-from explainopt import encoders
+from explainopt import encoders, solvers
 from explainopt.counterfactuals import regions as R
+from explainopt.counterfactuals.regions import adversarial, algorithm, master
 from explainopt.counterfactuals.base import Counterfactual
 
 
@@ -305,7 +306,7 @@ def test_sampled_adverse_cells_of_an_ensemble_are_violated_scenarios():
     for norm in R.NORMS:
         x = np.array([0.45, 0.5, 0.5])
         target = 1 - int(model.predict(x[None])[0])
-        cells = R._adverse_cells(boxes, x, rho=0.2, norm=norm, target=target, rng=np.random.default_rng(0))
+        cells = adversarial.adverse_cells(boxes, x, rho=0.2, norm=norm, target=target, rng=np.random.default_rng(0))
         assert cells
         for s in cells:
             assert np.linalg.norm(s, ord=np.inf if norm == "linf" else 2) <= 0.2 + 1e-9
@@ -364,7 +365,7 @@ def test_an_unbounded_domain_for_a_linear_model_is_the_closed_form():
 @pytest.mark.parametrize("bound", [True, False], ids=["bound", "widening"])  # without the bound: the reach
 @pytest.mark.parametrize("reach", [0.5, 0.02])  # 0.02: the region found is farther, the box widens to it
 def test_an_unbounded_domain_for_a_network_is_exact_within_the_reach(reach, bound, monkeypatch):
-    monkeypatch.setattr(R, "NETWORK_BOUND", bound)
+    monkeypatch.setattr(algorithm, "NETWORK_BOUND", bound)
     X, y = _data()
     model = MLPClassifier((8,), max_iter=3000, random_state=0).fit(X, y)
     for x0 in X[:2]:
@@ -484,7 +485,7 @@ def test_the_persistent_master_finds_the_optimum_of_the_cvxpy_master(model, norm
     X, y = _data()
     model.fit(X, y)
     fast = [R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120) for x0 in X[:3]]
-    monkeypatch.setattr(R.solvers, "MATRIX_SOLVERS", {})
+    monkeypatch.setattr(solvers, "MATRIX_SOLVERS", {})
     for x0, region in zip(X[:3], fast):
         plain = R.robust_region(model, x0, rho=0.05, norm=norm, time_limit=120)
         assert region.converged and plain.converged
@@ -501,7 +502,7 @@ def test_an_adverse_core_is_adverse_everywhere_and_holds_its_point(model, rng):
     boxes = R.tree_boxes(model)
     for x in rng.uniform(size=(20, 3)):
         target = 1 - int(model.predict(x[None])[0])  # x itself is adverse for this target
-        lo, hi = R._adverse_core(boxes, x, target)
+        lo, hi = master.adverse_core(boxes, x, target)
         assert np.all(lo < x) and np.all(x <= hi)
         inside = rng.uniform(np.maximum(lo, -0.5), np.minimum(hi, 1.5), size=(500, 3))
         assert np.all(model.predict(inside) != target)
@@ -565,3 +566,37 @@ def test_the_certified_radius_of_a_forest_is_the_distance_to_its_nearest_adverse
         adverse = predicted != target
         exact = np.maximum(0, np.maximum(lo[adverse] - x, x - hi[adverse])).max(axis=1).min()
         assert R.certified_radius(forest, x, norm="linf", target=target, cap=3) == pytest.approx(exact, abs=1e-5)
+
+
+# --------------------------------------------------------------------------- targets are class labels
+
+@pytest.mark.parametrize("model", [TREE_MODELS[0], TREE_MODELS[1], LogisticRegression()],
+                         ids=lambda m: type(m).__name__)
+def test_certificates_and_radii_take_the_target_as_a_label(model):
+    """certify_region and certified_radius read `target` as a label of ``model.classes_`` (None: the class
+    predicted at x), and agree with the same model fitted on 0/1 labels."""
+    X, y = _data()
+    named = type(model)(**model.get_params()).fit(X, np.where(y == 1, "yes", "no"))
+    plain = type(model)(**model.get_params()).fit(X, y)
+    region = R.robust_region(named, X[0], rho=0.05, time_limit=120)
+    assert region.converged and region.target in ("yes", "no")
+    index = int(region.target == "yes")
+    for target in (region.target, None):
+        cert = R.certify_region(named, region.x, rho=0.05, target=target, n_samples=1000)
+        assert cert.certified and cert.ap_value == R.certify_region(plain, region.x, rho=0.05, target=index,
+                                                                    n_samples=1000).ap_value
+        radius = R.certified_radius(named, region.x, target=target, cap=1)
+        assert radius == pytest.approx(R.certified_radius(plain, region.x, target=index, cap=1))
+        assert radius >= 0.05 - 1e-6
+    other = "no" if region.target == "yes" else "yes"
+    assert R.certified_radius(named, region.x, target=other, cap=1) == 0.0
+    assert not R.certify_region(named, region.x, rho=0.05, target=other, n_samples=100).certified
+
+
+def test_a_target_that_is_not_a_class_label_is_refused_by_name():
+    X, y = _data()
+    model = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, np.where(y == 1, "yes", "no"))
+    for check in (lambda: R.certify_region(model, X[0], rho=0.05, target=1),
+                  lambda: R.certified_radius(model, X[0], target="maybe")):
+        with pytest.raises(ValueError, match="target=.* is not one of the model's classes"):
+            check()

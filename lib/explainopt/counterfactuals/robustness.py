@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import solvers
 from ..encoders import interval_lower, model_predict
+from ..validation import target_label
 from .ensembles import ValidityEstimate, binomial_interval, robustness_threshold
 from .proplace import worst_case_model
 from .regions import NORMS, adversarial_problem, certified_radius
@@ -80,7 +81,8 @@ def input_radius(model, x, *, norm: str = "linf", target: int = 1, cap: float = 
         raise ValueError(f"cap must be positive, got {cap!r}")
     x = _point(x)
     if method == "direct":
-        return certified_radius(model, x, norm=norm, target=target, cap=cap, solver=solver, time_limit=time_limit)
+        return certified_radius(model, x, norm=norm, target=target_label(model, target), cap=cap, solver=solver,
+                                time_limit=time_limit)
     if method != "bisection":
         raise ValueError(f"method={method!r}: expected 'direct' or 'bisection'")
     if model_predict(model, x)[0] != target:

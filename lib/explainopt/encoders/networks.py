@@ -185,8 +185,9 @@ def propagate_bounds(layers, lower, upper, *, delta: float = 0.0) -> list[tuple[
     return bounds
 
 
-def _neuron_states(lower, upper) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Indices of the neurons always off (upper <= 0), always on (lower >= 0) and unstable."""
+def neuron_states(lower, upper) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of the neurons always off (upper <= 0), always on (lower >= 0) and unstable, given bounds
+    ``lower <= z <= upper`` of their pre-activations: only the unstable ones need a binary."""
     return np.flatnonzero(upper <= 0), np.flatnonzero(lower >= 0), np.flatnonzero((lower < 0) & (upper > 0))
 
 
@@ -196,7 +197,7 @@ def relu_layer(z, lower, upper, *, name: str = ""):
     `sigma` per unstable neuron (None without any); always-off and always-on neurons need none."""
     l, u = np.asarray(lower, float), np.asarray(upper, float)
     h = cp.Variable(z.shape[0], nonneg=True, name=f"h{name}")
-    off, on, unstable = _neuron_states(l, u)
+    off, on, unstable = neuron_states(l, u)
     cons = []
     if off.size:
         cons.append(h[off] == 0)
@@ -208,6 +209,28 @@ def relu_layer(z, lower, upper, *, name: str = ""):
         zu, lu, uu = z[unstable], l[unstable], u[unstable]
         cons += [h[unstable] >= zu, h[unstable] <= zu - cp.multiply(lu, 1 - sigma), h[unstable] <= cp.multiply(uu, sigma)]
     return h, cons, sigma
+
+
+def relu_rows(milp, inputs, W, b, lower, upper) -> np.ndarray:
+    """The big-M rows of :func:`relu_layer` written into `milp` (a :class:`explainopt.solvers.MatrixMILP`)
+    for ``h = max(z, 0)`` with ``z = W v + b``, ``v`` the columns `inputs`: new columns
+    ``0 <= h <= max(upper, 0)``; always-off neurons ``h <= 0``, always-on ``h = z``; per unstable neuron a
+    binary ``sigma`` and, neuron by neuron, ``h >= z``, ``h <= z - lower (1 - sigma)``, ``h <= upper sigma``.
+    Returns the columns of h."""
+    l, u = np.asarray(lower, float), np.asarray(upper, float)
+    off, on, unstable = neuron_states(l, u)
+    h = milp.add_columns(len(b), upper=np.maximum(u, 0.0))
+    for r in off:
+        milp.add_row([h[r]], 1.0, upper=0.0)
+    for r in on:  # h = W v + b
+        milp.add_row(np.r_[h[r], inputs], np.r_[1.0, -W[r]], lower=b[r], upper=b[r])
+    if len(unstable):
+        sigma = milp.add_columns(len(unstable), upper=1.0, integer=True)
+        for r, g in zip(unstable, sigma):
+            milp.add_row(np.r_[h[r], inputs], np.r_[1.0, -W[r]], lower=b[r])  # h >= z
+            milp.add_row(np.r_[h[r], inputs, g], np.r_[1.0, -W[r], -l[r]], upper=b[r] - l[r])  # h <= z - l(1-g)
+            milp.add_row([h[r], g], [1.0, -u[r]], upper=0.0)  # h <= u g
+    return h
 
 
 def _intersect(a, b):
@@ -323,7 +346,7 @@ def lp_bounds(layers, lower, upper, *, vertices=None, ball=None, bounds=None,
         A_ub, A_eq = pad(A_ub), pad(A_eq)
         Hn = np.hstack([np.zeros((n, n_vars)), np.eye(n)])
         Zp = np.hstack([Z, np.zeros((n, n))])
-        off, on, unstable = _neuron_states(l, u)
+        off, on, unstable = neuron_states(l, u)
         h_lo, h_hi = np.zeros(n), np.maximum(u, 0)
         h_hi[off] = 0.0
         for j in on:

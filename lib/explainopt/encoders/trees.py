@@ -160,8 +160,8 @@ class TreeEnsemble:
 
 
 @dataclass
-class _Structure:
-    """The reachable part of an ensemble after folding fixed features.
+class TreeStructure:
+    """The reachable part of an ensemble after folding fixed features (:func:`walk`).
 
     leaves: (tree index, node id, value) of each reachable leaf.
     splits: (tree index, feature, threshold, left leaf ids, right leaf ids) per active split node,
@@ -194,8 +194,11 @@ def _fixed_values(fixed, n: int):
     return {j: float(v) for j, v in enumerate(values) if not np.isnan(v)}
 
 
-def _walk(trees: list[Tree], fixed: dict, lo: np.ndarray, hi: np.ndarray) -> _Structure:
-    """Reachable leaves and active splits; fixed features and the input box decide their splits."""
+def walk(trees: list[Tree], fixed: dict, lo: np.ndarray, hi: np.ndarray) -> TreeStructure:
+    """The reachable leaves and active splits of `trees` (:attr:`TreeEnsemble.trees`): the features in
+    `fixed` (feature -> value) and the input box [lo, hi] decide the splits they can (sklearn's
+    ``float32(x) <= t``); every other split stays active. The structure every tree formulation reads
+    (the encoder here, the robust-region master problem)."""
     leaves, splits, paths = [], [], []
     for ti, tree in enumerate(trees):
         left, right = tree.left, tree.right
@@ -219,7 +222,7 @@ def _walk(trees: list[Tree], fixed: dict, lo: np.ndarray, hi: np.ndarray) -> _St
             return ids_left + ids_right
 
         visit(0, [])
-    return _Structure(leaves, splits, paths)
+    return TreeStructure(leaves, splits, paths)
 
 
 def _margins(thresholds: np.ndarray) -> np.ndarray:
@@ -237,16 +240,9 @@ def _margins(thresholds: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------- formulations
 
 
-def _one_leaf_per_tree(weights, st: _Structure, n_trees: int):
-    """The leaf weights of each tree sum to one (Mišić's (2b))."""
-    n_leaves = len(st.leaves)
-    tree_of = np.array([leaf[0] for leaf in st.leaves])
-    return sp.csr_matrix((np.ones(n_leaves), (tree_of, np.arange(n_leaves))), shape=(n_trees, n_leaves)) @ weights == 1
-
-
-def _split_keys(st: _Structure):
+def split_keys(st: TreeStructure):
     """The distinct (feature, threshold) pairs of the active splits, sorted, with their features,
-    thresholds and two-sided margins as arrays: (keys, feat, thr, eps)."""
+    thresholds and two-sided margins (module docstring) as arrays: (keys, feat, thr, eps)."""
     keys = sorted({(f, thr) for _, f, thr, _, _ in st.splits})
     feat = np.array([f for f, _ in keys], dtype=int)
     thr = np.array([t for _, t in keys], dtype=float)
@@ -254,20 +250,41 @@ def _split_keys(st: _Structure):
     return keys, feat, thr, eps
 
 
-def _split_formulation(x, st: _Structure, lo, hi, n_trees: int):
-    """Mišić (2020) eqs. (2b)-(2f) with the margin linking of x to the split binaries."""
+@dataclass
+class SplitRows:
+    """Mišić's (2020) rows (2b)-(2d) of a :class:`TreeStructure` as sparse blocks over its leaf weights
+    ``y`` (one per reachable leaf) and split binaries ``s`` (one per key of :func:`split_keys`), for any
+    consumer (the cvxpy encoder here, the robust-region master's :class:`~explainopt.solvers.MatrixMILP`):
+
+    * (2b) ``one_leaf @ y == 1``: the leaf weights of each tree sum to one (row t: tree t);
+    * (2c) ``left @ y <= s[node_key]`` and (2d) ``right @ y <= 1 - s[node_key]``, one row per active
+      split node (in ``st.splits`` order): the leaves below its left (right) branch.
+
+    keys, feat, thr, eps: the split keys with their features, thresholds and margins (:func:`split_keys`).
+    """
+
+    one_leaf: sp.csr_matrix
+    left: sp.csr_matrix
+    right: sp.csr_matrix
+    node_key: np.ndarray
+    keys: list
+    feat: np.ndarray
+    thr: np.ndarray
+    eps: np.ndarray
+
+    def node(self, k: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Split node k: (its left leaves, its right leaves, its key index)."""
+        lp, rp = self.left.indptr, self.right.indptr
+        return self.left.indices[lp[k]:lp[k + 1]], self.right.indices[rp[k]:rp[k + 1]], int(self.node_key[k])
+
+
+def split_rows(st: TreeStructure, n_trees: int) -> SplitRows:
+    """The rows (2b)-(2d) of Mišić's split formulation for `st` (:class:`SplitRows`)."""
     n_leaves = len(st.leaves)
-    y = cp.Variable(n_leaves, nonneg=True, name="leaf_weight")
-    cons = [_one_leaf_per_tree(y, st, n_trees)]
-    keys, feat, thr, eps = _split_keys(st)
-    variables = {"leaf_weight": y}
-    if not keys:
-        return y, cons, variables
+    tree_of = np.array([leaf[0] for leaf in st.leaves])
+    one_leaf = sp.csr_matrix((np.ones(n_leaves), (tree_of, np.arange(n_leaves))), shape=(n_trees, n_leaves))
+    keys, feat, thr, eps = split_keys(st)
     index = {key: k for k, key in enumerate(keys)}
-    s = cp.Variable(len(keys), boolean=True, name="split")
-    variables["split"] = s
-    variables["split_keys"] = (feat, thr, eps)
-    # (2c)/(2d): rows per split node
     rows_l, cols_l, rows_r, cols_r, node_key = [], [], [], [], []
     for r, (_, f, t, ids_left, ids_right) in enumerate(st.splits):
         rows_l += [r] * len(ids_left)
@@ -276,10 +293,27 @@ def _split_formulation(x, st: _Structure, lo, hi, n_trees: int):
         cols_r += ids_right
         node_key.append(index[(f, t)])
     m = len(st.splits)
-    A_left = sp.csr_matrix((np.ones(len(cols_l)), (rows_l, cols_l)), shape=(m, n_leaves))
-    A_right = sp.csr_matrix((np.ones(len(cols_r)), (rows_r, cols_r)), shape=(m, n_leaves))
-    E = sp.csr_matrix((np.ones(m), (np.arange(m), node_key)), shape=(m, len(keys)))
-    cons += [A_left @ y <= E @ s, A_right @ y <= 1 - E @ s]
+    left = sp.csr_matrix((np.ones(len(cols_l)), (rows_l, cols_l)), shape=(m, n_leaves))
+    right = sp.csr_matrix((np.ones(len(cols_r)), (rows_r, cols_r)), shape=(m, n_leaves))
+    return SplitRows(one_leaf, left, right, np.array(node_key, dtype=int), keys, feat, thr, eps)
+
+
+def _split_formulation(x, st: TreeStructure, lo, hi, n_trees: int):
+    """Mišić (2020) eqs. (2b)-(2f) with the margin linking of x to the split binaries."""
+    n_leaves = len(st.leaves)
+    y = cp.Variable(n_leaves, nonneg=True, name="leaf_weight")
+    rows = split_rows(st, n_trees)
+    cons = [rows.one_leaf @ y == 1]
+    keys, feat, thr, eps = rows.keys, rows.feat, rows.thr, rows.eps
+    variables = {"leaf_weight": y}
+    if not keys:
+        return y, cons, variables
+    s = cp.Variable(len(keys), boolean=True, name="split")
+    variables["split"] = s
+    variables["split_keys"] = (feat, thr, eps)
+    m = len(st.splits)
+    E = sp.csr_matrix((np.ones(m), (np.arange(m), rows.node_key)), shape=(m, len(keys)))
+    cons += [rows.left @ y <= E @ s, rows.right @ y <= 1 - E @ s]
     # (2f) ordering chain within a feature
     same = np.flatnonzero(feat[:-1] == feat[1:])
     if same.size:
@@ -298,12 +332,12 @@ def _split_formulation(x, st: _Structure, lo, hi, n_trees: int):
     return y, cons, variables
 
 
-def _leaf_formulation(x, st: _Structure, lo, hi, n_trees: int):
+def _leaf_formulation(x, st: TreeStructure, lo, hi, n_trees: int):
     """Leaf-indicator big-M: z_leaf binary, one leaf per tree, each split on the path enforced by big-M."""
     n_leaves = len(st.leaves)
     z = cp.Variable(n_leaves, boolean=True, name="leaf")
-    cons = [_one_leaf_per_tree(z, st, n_trees)]
-    keys, _, _, eps_k = _split_keys(st)  # the same margins as the split formulation
+    cons = [split_rows(st, n_trees).one_leaf @ z == 1]
+    keys, _, _, eps_k = split_keys(st)  # the same margins as the split formulation
     if keys:
         eps_of = dict(zip(keys, eps_k))
         rows = [(leaf, f, t, go_left) for leaf, path in enumerate(st.paths) for f, t, go_left in path]
@@ -331,7 +365,7 @@ def _encode_trees(model, x, *, lower, upper, formulation, fixed) -> Encoding:
     check_features(x, n, model)
     lo, hi = as_bounds(lower, upper, n)
     fixed_values = _fixed_values(fixed, n)
-    st = _walk(trees, fixed_values, lo, hi)
+    st = walk(trees, fixed_values, lo, hi)
     build = _split_formulation if formulation == "split" else _leaf_formulation
     w, cons, variables = build(x, st, lo, hi, len(trees))
     values = np.array([leaf[2] for leaf in st.leaves])
@@ -455,7 +489,7 @@ def cell_distance_bound(encoding, x0):
     features = np.unique(feat)
     rows, cols, coef, constant = [], [], [], np.zeros(len(features))
     for r, f in enumerate(features):
-        idx = np.flatnonzero(feat == f)  # sorted by threshold (_split_keys)
+        idx = np.flatnonzero(feat == f)  # sorted by threshold (split_keys)
         right = np.maximum(0.0, thr[idx] + eps[idx] - x0[f])
         left = np.maximum(0.0, x0[f] - (thr[idx] - eps[idx]))
         d_right, d_left = np.diff(right, prepend=0.0), left - np.append(left[1:], 0.0)
