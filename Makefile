@@ -70,7 +70,7 @@ browser:
 	  || echo "chromium could not be installed: the browser tests will be skipped"; }
 
 test: venv browser
-	$(BIN)/python -m pytest -n 2 -m "not slow and not book"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not slow and not book"
 	$(BIN)/python -m pytest -m book
 
 benchmarks: venv

@@ -19,6 +19,12 @@ def pytest_configure(config):
     config.addinivalue_line("filterwarnings", "ignore::sklearn.exceptions.ConvergenceWarning")
 
 
+def pytest_collection_modifyitems(items):
+    """The chapter notebooks (the longest tests, a minute or more each) first, so that the parallel workers
+    (``-n 2 --dist worksteal``) do not end on one of them while the other worker idles."""
+    items.sort(key=lambda item: item.get_closest_marker("notebook") is None)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(0)

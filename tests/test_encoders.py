@@ -113,7 +113,7 @@ def test_counterfactuals_are_valid_and_the_true_margin_agrees(name):
     X, y = ds.X.to_numpy(float), ds.y.to_numpy(int)
     model = make_model(name, X, y)
     rng = np.random.default_rng(1)
-    for i in rng.choice(len(X), 20, replace=False):
+    for i in rng.choice(len(X), 10, replace=False):
         target = 1 - int(model_output(model, X[i])[0] > (0.5 if name in TREE_MODELS - {"gbm"} else 0.0))
         res = nearest_counterfactual(model, X[i], lower=0, upper=1, target=target, time_limit=60)
         assert res.status == "optimal" and res.valid, (name, i, res)
