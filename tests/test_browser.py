@@ -4,10 +4,15 @@ Every chapter page loads with the network blocked; its equations are typeset (Ma
 book's _static, no raw ``\\(`` left in the visible text); its figures are present and decoded; an
 exercise's solution is hidden until its button is clicked; and an interactive figure responds to its
 slider. Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them when missing).
+
+The pages are the smoke-scale build of the tests; ``EXPLAINOPT_HTML=_build/html pytest -m book
+tests/test_browser.py`` reads another build instead, e.g. the book scale's after ``make book``.
 """
 
+import os
 import shutil
 import time
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +43,17 @@ def browser():
     driver.quit()
 
 
+@pytest.fixture(scope="module")
+def built_html(request):
+    """The HTML folder of the build under test: ``EXPLAINOPT_HTML`` when set, else the smoke-scale build."""
+    given = os.environ.get("EXPLAINOPT_HTML")
+    if not given:
+        return request.getfixturevalue("smoke_html")
+    html = Path(given).resolve()
+    assert (html / "book" / "chapters").is_dir(), f"EXPLAINOPT_HTML={given} holds no built book"
+    return html
+
+
 def _open(browser, page, *, settle: float = 1.0):
     browser.get(page.as_uri())
     deadline = time.monotonic() + 20
@@ -51,8 +67,8 @@ def _open(browser, page, *, settle: float = 1.0):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_a_chapter_page_renders_its_equations_and_figures_offline(browser, smoke_html, chapter):
-    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html")
+def test_a_chapter_page_renders_its_equations_and_figures_offline(browser, built_html, chapter):
+    _open(browser, built_html / "book" / "chapters" / f"{chapter}.html")
     assert browser.title and "404" not in browser.title
     text = browser.find_element("tag name", "body").text
     assert "\\(" not in text and "\\[" not in text and "$$" not in text, "raw LaTeX left on the page"
@@ -64,8 +80,8 @@ def test_a_chapter_page_renders_its_equations_and_figures_offline(browser, smoke
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_an_exercise_solution_opens_on_click(browser, smoke_html, chapter):
-    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
+def test_an_exercise_solution_opens_on_click(browser, built_html, chapter):
+    _open(browser, built_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
     exercises = browser.find_elements("css selector", ".exercise")
     assert len(exercises) >= 5, f"{chapter} has {len(exercises)} exercises"
     solution = browser.find_elements("css selector", ".solution.dropdown")[0]
@@ -78,10 +94,10 @@ def test_an_exercise_solution_opens_on_click(browser, smoke_html, chapter):
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_an_interactive_figure_responds_to_its_slider(browser, smoke_html, chapter):
+def test_an_interactive_figure_responds_to_its_slider(browser, built_html, chapter):
     from selenium.webdriver.common.action_chains import ActionChains
 
-    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html", settle=1.5)
+    _open(browser, built_html / "book" / "chapters" / f"{chapter}.html", settle=1.5)
     figures = browser.find_elements("css selector", ".js-plotly-plot")
     assert figures, f"{chapter} has no interactive figure"
     figure = next(f for f in figures if f.find_elements("css selector", ".slider-rail-touch-rect"))
@@ -95,8 +111,8 @@ def test_an_interactive_figure_responds_to_its_slider(browser, smoke_html, chapt
     assert after != before, "the figure did not change when its slider moved"
 
 
-def test_no_page_asks_for_anything_on_the_network(smoke_html):
-    for page in (smoke_html / "book" / "chapters").glob("*.html"):
+def test_no_page_asks_for_anything_on_the_network(built_html):
+    for page in (built_html / "book" / "chapters").glob("*.html"):
         html = page.read_text()
         assert 'src="http' not in html and "cdn.jsdelivr" not in html, f"{page.name} loads a remote script"
 
@@ -139,13 +155,13 @@ return {column: right - left, cut: cut, raw: raw, broken: broken, wide: wide, sm
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser, smoke_html, chapter):
+def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser, built_html, chapter):
     """No verdict cut with "…", no raw repr (a Series' ``dtype:``, a bare tuple), no table row with a cell too
     many or too few, no element wider than the text column (or scrolling sideways: a code line too long), no
     figure shown below 60 % of its natural size."""
     from explainopt import plots
 
-    _open(browser, smoke_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
+    _open(browser, built_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
     view = browser.execute_script(READERS_VIEW, RAW_REPR, plots.MIN_SCALE)
     assert view["column"] > 0.8 * plots.COLUMN_PX, "the text column is narrower than the figures are drawn for"
     assert not view["cut"], f"a verdict cut short: {view['cut']}"
@@ -155,8 +171,8 @@ def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser
     assert not view["small"], f"a figure shown too small: {view['small']}"
 
 
-def test_the_api_reference_renders_offline_with_its_signatures_and_examples(browser, smoke_html):
-    _open(browser, smoke_html / "book" / "api.html", settle=0.5)
+def test_the_api_reference_renders_offline_with_its_signatures_and_examples(browser, built_html):
+    _open(browser, built_html / "book" / "api.html", settle=0.5)
     assert browser.title.startswith("API reference")
     signatures = browser.execute_script("return document.querySelectorAll('dl.py dt.sig').length")
     assert signatures >= 100, f"only {signatures} documented objects"
