@@ -7,6 +7,7 @@ import pytest
 from explainopt.chapters import robust_ensembles as CH
 from explainopt.chapters import robust_ensembles_figures as FIG
 from explainopt.chapters import settings
+from explainopt.counterfactuals.ensembles import ensemble_counterfactual, feature_weights, fit_isolation_forest
 from explainopt.datasets import load_dataset
 from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
 
@@ -33,6 +34,28 @@ def test_simulation_rows_report_retrained_validity_with_intervals():
     check = CH.check_counts(frame)
     assert int(check["verified by T0"].iloc[0]) == int(check["hard"].iloc[0]) == len(hard)
     assert int(check["relaxed"].iloc[0]) == len(frame) - len(hard)
+
+
+def test_isolation_forest_rows_come_from_one_chain_with_the_optima_of_each_level():
+    """One row per contamination level, in the grid's order; each point re-checked with the forest and the
+    isolation forest of its own level (refit here), each objective that of a separate solve of the level."""
+    contaminations = [0.3, 0.05, 0.1]
+    rows = CH.simulate(dataset="COMPAS", sim=2, n_estimators=10, max_depth=3, n_factuals=2, alphas=[], naive=False,
+                       contaminations=contaminations)
+    frame = pd.DataFrame(rows)
+    assert len(frame) == 2 * 3 and set(frame.method) == {"isolation-forest"}
+    assert list(frame.contamination) == contaminations * 2 and frame.reused.dtype == bool
+    s = CH.make_simulation(load_dataset("ensembles/COMPAS").scaled(), sim=2, n_factuals=2, n_estimators=10, max_depth=3)
+    for row in rows:
+        iso = fit_isolation_forest(s.X_train[s.y_train == row["target"]], contamination=row["contamination"],
+                                   random_state=2)
+        alone = ensemble_counterfactual(s.forest, row["x0"], spec=s.spec, tau=0.5, target=row["target"],
+                                        weights=feature_weights(s.spec), isolation_forest=iso, time_limit=60.0)
+        assert row["status"] == alone.detail == "optimal" and not row["relaxed"] and not alone.relaxed
+        assert int(s.forest.predict(row["x"].reshape(1, -1))[0]) == row["target"] and row["valid"]
+        assert row["inlier"] and iso.predict(row["x"].reshape(1, -1))[0] == 1
+        assert row["distance"] == pytest.approx(alone.distance, rel=2e-4, abs=1e-6)
+        assert not row["reused"] or row["solve_time"] == 0.0
 
 
 def test_method_grid_gives_each_method_its_threshold():

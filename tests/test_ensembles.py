@@ -334,6 +334,74 @@ def test_several_thresholds_with_a_plausibility_model_keep_the_optima(compas_sim
         assert ce.inlier == alone.inlier
 
 
+CONTAMINATIONS = (0.2, 0.05, 0.5, 0.1)  # unsorted: the results follow the order given
+
+
+def _isolation_levels(sim, target, contaminations=CONTAMINATIONS, random_state=0):
+    X_target = sim.X_train[sim.y_train == target]
+    return X_target, [ens.fit_isolation_forest(X_target, contamination=c, n_estimators=10, random_state=random_state)
+                      for c in contaminations]
+
+
+def test_isolation_forests_of_several_contaminations_differ_only_in_offset(compas_sim):
+    """scikit-learn's contamination sets offset_ alone, the contamination percentile of the training scores:
+    the trees, and so score_samples, are the same for every level (what the chained levels rely on)."""
+    X_target, levels = _isolation_levels(compas_sim, 1)
+    first = levels[0]
+    for c, iso in zip(CONTAMINATIONS, levels):
+        assert iso.max_samples_ == first.max_samples_ and len(iso.estimators_) == len(first.estimators_)
+        for a, b, fa, fb in zip(first.estimators_, iso.estimators_, first.estimators_features_,
+                                iso.estimators_features_):
+            assert np.array_equal(fa, fb)
+            for k in ("feature", "threshold", "children_left", "children_right", "n_node_samples", "value"):
+                assert np.array_equal(getattr(a.tree_, k), getattr(b.tree_, k)), k
+        scores = iso.score_samples(X_target)
+        assert np.array_equal(scores, first.score_samples(X_target))
+        assert iso.offset_ == np.percentile(scores, 100 * c)
+        assert np.array_equal(iso.predict(X_target) == 1, scores >= iso.offset_)
+    assert len({iso.offset_ for iso in levels}) == len(levels)
+
+
+def test_chained_contamination_levels_have_the_optima_of_separate_solves(compas_sim):
+    """isolation_forest_counterfactuals encodes one isolation forest with its inlier threshold a Parameter,
+    solves the levels from the loosest up and reuses an optimum that is an inlier at the next level; every
+    objective equals a separate solve with that level's isolation forest, every point is re-checked with
+    the forest and its level's isolation forest."""
+    s = compas_sim
+    n_reused = n_solved = 0
+    for i in range(4):
+        target = 1 - int(s.forest.predict(s.X_factual[i:i + 1])[0])
+        _, levels = _isolation_levels(s, target)
+        chained = ens.isolation_forest_counterfactuals(s.forest, s.X_factual[i], spec=s.spec, isolation_forests=levels)
+        assert len(chained) == len(levels)
+        for iso, ce in zip(levels, chained):
+            alone = _ce(s, i, tau=0.5, isolation_forest=iso)
+            _assert_same_optimum(ce, alone, 0.5, target, s.forest)
+            if ce.x is not None:
+                assert ce.inlier == (int(iso.predict(ce.x.reshape(1, -1))[0]) == 1)
+                assert ce.relaxed or ce.inlier
+            if ce.reused:  # no solve: a looser level's optimum, an inlier at this one
+                assert ce.solve_time == 0.0 and ce.inlier and not ce.relaxed
+            n_reused += ce.reused
+            n_solved += not ce.reused
+        strictest = int(np.argmax(CONTAMINATIONS))
+        assert all(ce.distance <= chained[strictest].distance + 1e-6 for ce in chained if not ce.relaxed)
+    assert n_reused and n_solved  # both paths of the chain ran on these instances
+
+
+def test_contamination_levels_need_the_same_trees(compas_sim):
+    s = compas_sim
+    target = 1 - int(s.forest.predict(s.X_factual[:1])[0])
+    _, levels = _isolation_levels(s, target, (0.1, 0.2))
+    _, other = _isolation_levels(s, target, (0.3,), random_state=1)
+    with pytest.raises(ValueError, match="offset_"):
+        ens.isolation_forest_counterfactuals(s.forest, s.X_factual[0], spec=s.spec, isolation_forests=levels + other)
+    with pytest.raises(TypeError, match="IsolationForest"):
+        ens.isolation_forest_counterfactuals(s.forest, s.X_factual[0], spec=s.spec, isolation_forests=[s.forest])
+    with pytest.raises(ValueError, match="empty"):
+        ens.isolation_forest_counterfactuals(s.forest, s.X_factual[0], spec=s.spec, isolation_forests=[])
+
+
 def test_bad_inputs_are_refused(compas_sim):
     s = compas_sim
     with pytest.raises(ValueError, match="tau"):

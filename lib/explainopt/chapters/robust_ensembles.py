@@ -34,6 +34,7 @@ from ..counterfactuals.ensembles import (
     ensemble_counterfactuals,
     feature_weights,
     fit_isolation_forest,
+    isolation_forest_counterfactuals,
     lof_candidates,
     robust_saa_threshold,
     robustness_threshold,
@@ -172,7 +173,9 @@ def simulate(*, dataset: str, sim: int, n_estimators: int = 100, max_depth: int 
     of :class:`~explainopt.counterfactuals.ensembles.EnsembleCounterfactual` but x (status, time, solver,
     fallback_from, distance, valid for T0, solve_time, ..., tau, target, score, meets_threshold, relaxed,
     relaxation, n_changed, inlier, repaired), valid_retrained (T1), and (``keep_points``) x0 and x.
-    The isolation forests are drawn with ``random_state=sim``, as the authors' code does.
+    The isolation forests are drawn with ``random_state=sim``, as the authors' code does; their contamination
+    levels, which move only ``offset_``, are solved as one chain (:func:`~explainopt.counterfactuals.ensembles.
+    isolation_forest_counterfactuals`: a lower level's optimum is reused where it is an inlier at the next).
     """
     data = load_dataset(f"ensembles/{dataset}").scaled()
     simulation = make_simulation(data, sim=sim, n_factuals=n_factuals, n_estimators=n_estimators,
@@ -189,12 +192,17 @@ def simulate(*, dataset: str, sim: int, n_estimators: int = 100, max_depth: int 
         saa = [k for k, (method, _, _) in enumerate(grid) if method in SAA_METHODS]
         chained = dict(zip(saa, ensemble_counterfactuals(
             simulation.forest, x0, spec=simulation.spec, taus=[grid[k][2] for k in saa], target=target,
-            weights=weights, solver=solver, time_limit=time_limit)))
+            weights=weights, solver=solver, time_limit=time_limit))) if saa else {}
+        # the contamination levels move only the isolation forest's offset_: one problem, its inlier thresholds
+        levels = [k for k, (method, _, _) in enumerate(grid) if method == "isolation-forest"]
+        if levels:
+            forests = [fit_isolation_forest(X_target, contamination=grid[k][1]["contamination"], random_state=sim)
+                       for k in levels]
+            chained.update(zip(levels, isolation_forest_counterfactuals(
+                simulation.forest, x0, spec=simulation.spec, isolation_forests=forests, tau=grid[levels[0]][2],
+                target=target, weights=weights, solver=solver, time_limit=time_limit)))
         for k, (method, params, tau) in enumerate(grid):
             extra = {}
-            if method == "isolation-forest":
-                extra["isolation_forest"] = fit_isolation_forest(X_target, contamination=params["contamination"],
-                                                                 random_state=sim)
             if method == "lof":
                 extra["lof"] = lof_candidates(predicted_target, x0, weights=weights)
                 extra["lof_weight"] = params["lof_weight"]

@@ -20,8 +20,10 @@ What this module offers, by section of the paper:
   optimal for the higher one); the distance is bounded below by the forest's split binaries (valid rows
   that tighten the relaxation).
 * **Plausibility benchmarks** (Appendix B.2, B.3): isolation-forest inlier constraints
-  (:func:`fit_isolation_forest`, through the IsolationForest encoder) and a 1-LOF penalty (weight as a
-  parameter) over the ``N_r = 10`` target-class points nearest to the factual (:func:`lof_candidates`).
+  (:func:`fit_isolation_forest`, through the IsolationForest encoder; several contamination levels of one
+  forest, which differ only in ``offset_``, from one problem: :func:`isolation_forest_counterfactuals`) and a
+  1-LOF penalty (weight as a parameter) over the ``N_r = 10`` target-class points nearest to the factual
+  (:func:`lof_candidates`).
 * **Validity under retraining** (Definition 2.1): :func:`binomial_interval` gives the confidence
   interval of a validity rate.
 
@@ -43,7 +45,7 @@ from sklearn.ensemble import IsolationForest
 from .. import solvers
 from ..encoders import model_family, model_predict
 from ..encoders.base import model_input
-from ..encoders.trees import cell_distance_bound
+from ..encoders.trees import cell_distance_bound, tree_ensemble
 from ..featurespace import box_spec, data_spec
 from ..validation import check_model, check_spec, counterfactual_inputs
 from .base import is_valid
@@ -250,14 +252,17 @@ def _lof_terms(x, lof: LofCandidates, weights, spec):
     return lof.lrd @ rho, cons
 
 
-def _targets(forest_encoding, inlier_encoding, *, target, tau, margin, slack=0.0, inlier_slack=0.0) -> list:
+def _targets(forest_encoding, inlier_encoding, *, target, tau, margin, inlier_threshold=None, slack=0.0,
+             inlier_slack=0.0) -> list:
     """Target-class score ``>= tau + margin`` (the encoded output is the class-1 probability, so target 0
-    asks ``output <= 1 - tau - margin``) and, with an isolation forest, x an inlier; each relaxed by its
-    slack (0 for the hard problem). `tau` may be a cvxpy Parameter (one program for every threshold)."""
+    asks ``output <= 1 - tau - margin``) and, with an isolation forest, x an inlier (mean path length
+    ``>= inlier_threshold``, default the encoding's own); each relaxed by its slack (0 for the hard
+    problem). `tau` and `inlier_threshold` may be cvxpy Parameters (one program for every threshold)."""
     threshold = tau - slack if target == 1 else (1.0 - tau) + slack
     cons = forest_encoding.predicts(target, margin=margin, threshold=threshold)
     if inlier_encoding is not None:  # the inlier rule is inclusive: no margin
-        cons += inlier_encoding.predicts(1, margin=0.0, threshold=inlier_encoding.threshold - inlier_slack)
+        inlier_threshold = inlier_encoding.threshold if inlier_threshold is None else inlier_threshold
+        cons += inlier_encoding.predicts(1, margin=0.0, threshold=inlier_threshold - inlier_slack)
     return cons
 
 
@@ -464,12 +469,103 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
     """
     started = time.perf_counter()
     taus = [_check_tau(t) for t in taus]
+    levels = sorted(set(taus))
+    chain = _chained(forest, x0, spec, lower, upper, X=X, levels=[(tau, isolation_forest) for tau in levels],
+                     target=target, weights=weights, lof=lof, lof_weight=lof_weight, penalty=penalty, margin=margin,
+                     solver=solver, time_limit=time_limit, mip_gap=mip_gap, reuse=reuse, warm_start=warm_start,
+                     cell_bounds=cell_bounds, mip_start=mip_start, started=started)
+    results = dict(zip(levels, chain))
+    return [results[t] for t in taus]
+
+
+def isolation_forest_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X=None, isolation_forests,
+                                     tau: float = 0.5, target=None, weights=None, penalty: float | None = None,
+                                     margin: float = 1e-5, solver: str | None = None, time_limit: float | None = None,
+                                     mip_gap: float | None = 1e-4, reuse: bool = True, warm_start: bool = True,
+                                     cell_bounds: bool = True) -> list[EnsembleCounterfactual]:
+    """:func:`ensemble_counterfactual` with the inlier constraint of each of `isolation_forests` (the
+    plausibility benchmark of App. B.2 at several contamination levels), one result per entry, in that
+    order, from one problem (other arguments as there).
+
+    The isolation forests must share their trees and differ only in ``offset_``: scikit-learn's
+    ``contamination`` sets ``offset_`` alone (the ``contamination`` percentile of the training scores),
+    so :func:`fit_isolation_forest` with one ``random_state`` and several contaminations gives such forests.
+    Their inlier constraints then differ only in the threshold on the mean path length (a monotone image
+    of ``offset_``). As :func:`ensemble_counterfactuals` does for score thresholds, the first forest is
+    encoded and the program compiled once with that threshold a cvxpy Parameter, and the thresholds are
+    solved from the lowest (the smallest contamination) up, each feasible set inside the previous one:
+
+    * a point proven optimal for a lower threshold that is an inlier of the next forest (its own
+      ``predict`` and the encoded mean path length) is optimal there too, within the same MIP gap: it is
+      returned without a solve (``reused``; ``solve_time`` 0);
+    * when the hard problem is infeasible at a threshold, the higher ones go straight to the relaxation.
+
+    Every point is checked with the forest's ``predict``/``predict_proba`` and its level's isolation
+    forest's ``predict`` (``inlier``), reused or not.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> X = np.random.default_rng(0).uniform(size=(40, 2))
+    >>> y = (X.sum(axis=1) > 1).astype(int)
+    >>> forest = RandomForestClassifier(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
+    >>> levels = [fit_isolation_forest(X[y == 1], contamination=c, n_estimators=5) for c in (0.05, 0.2, 0.5)]
+    >>> ces = isolation_forest_counterfactuals(forest, X[y == 0][2], X=X, isolation_forests=levels)
+    >>> [(ce.valid, ce.inlier, ce.reused, round(ce.distance, 3)) for ce in ces]
+    [(True, True, False, 0.44), (True, True, True, 0.44), (True, True, False, 0.505)]
+    """
+    started = time.perf_counter()
+    tau, isolation_forests = _check_tau(tau), list(isolation_forests)
+    _check_shared_trees(isolation_forests)
+    # the inlier threshold on the mean path length, -c(psi) log2(-offset_), increases with offset_
+    order = np.argsort([iso.offset_ for iso in isolation_forests], kind="stable")
+    chain = _chained(forest, x0, spec, lower, upper, X=X, levels=[(tau, isolation_forests[j]) for j in order],
+                     target=target, weights=weights, lof=None, lof_weight=0.0, penalty=penalty, margin=margin,
+                     solver=solver, time_limit=time_limit, mip_gap=mip_gap, reuse=reuse, warm_start=warm_start,
+                     cell_bounds=cell_bounds, mip_start=True, started=started)
+    results = dict(zip(order.tolist(), chain))
+    return [results[j] for j in range(len(isolation_forests))]
+
+
+def _check_shared_trees(isolation_forests) -> None:
+    """Fitted IsolationForests with the same trees (they may differ in ``offset_``); an error otherwise."""
+    if not isolation_forests:
+        raise ValueError("isolation_forests is empty")
+    for iso in isolation_forests:
+        if not isinstance(iso, IsolationForest):
+            raise TypeError(f"isolation_forests: expected fitted IsolationForests, got a {type(iso).__name__}")
+        check_model(iso)
+    first = isolation_forests[0]
+
+    def same(a, b):
+        if a.max_samples_ != b.max_samples_ or len(a.estimators_) != len(b.estimators_):
+            return False
+        trees = zip(a.estimators_, b.estimators_, a.estimators_features_, b.estimators_features_)
+        return all(np.array_equal(fa, fb) and all(np.array_equal(getattr(ta.tree_, k), getattr(tb.tree_, k))
+                                                  for k in ("feature", "threshold", "children_left",
+                                                            "children_right", "n_node_samples"))
+                   for ta, tb, fa, fb in trees)
+
+    if not all(same(first, iso) for iso in isolation_forests[1:]):
+        raise ValueError("isolation_forests must share their trees and differ only in offset_ (fit on the same data "
+                         "with the same random_state, n_estimators and max_samples, e.g. fit_isolation_forest at "
+                         "several contaminations)")
+
+
+def _chained(forest, x0, spec, lower, upper, *, X, levels, target, weights, lof, lof_weight, penalty, margin, solver,
+             time_limit, mip_gap, reuse, warm_start, cell_bounds, mip_start, started) -> list[EnsembleCounterfactual]:
+    """The counterfactuals of one factual for `levels`, (tau, isolation forest or None) pairs, each level's
+    feasible set inside the previous one's (tau and the inlier threshold never decrease): one program,
+    its thresholds cvxpy Parameters, solved level by level (:func:`ensemble_counterfactuals`,
+    :func:`isolation_forest_counterfactuals`). The isolation forests share their trees: the first is
+    encoded. Returns one result per level, in order."""
     checked, spec = _forest_inputs(forest, x0, spec, lower, upper, X=X, target=target, solver=solver,
                                    time_limit=time_limit, mip_gap=mip_gap)
     weights = feature_weights(spec) if weights is None else weights
     problem = checked_problem(forest, checked, spec, norm="l1", weights=weights)
     x0, weights, target = problem.x0, problem.weights, checked.target
     penalty = 5000.0 * len(x0) if penalty is None else float(penalty)
+    isolation_forest = levels[0][1] if levels else None
     inlier = None if isolation_forest is None else problem.encode(isolation_forest)
     objective, extra = _distance_objective(problem, weights, cell_bounds)
     if lof is not None and lof_weight > 0:
@@ -477,7 +573,8 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
         objective, extra = objective + lof_weight * lof_penalty, extra + lof_cons
     options = dict(solver=solver, time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start)
     tau_param = cp.Parameter(nonneg=True, name="tau")
-    targets = dict(target=target, tau=tau_param, margin=margin)
+    inlier_param = None if inlier is None else cp.Parameter(name="inlier_threshold")
+    targets = dict(target=target, tau=tau_param, margin=margin, inlier_threshold=inlier_param)
     box = cp.Parameter(len(x0), name="lower"), cp.Parameter(len(x0), name="upper")  # closed to fix a start
     box[0].value, box[1].value = problem.space.lower, problem.space.upper
     mip_start = mip_start and warm_start
@@ -485,34 +582,38 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
                            + ([problem.x >= box[0], problem.x <= box[1]] if mip_start else []))
     cuts = _cut_points(problem.encoding, problem.space.kinds)
     relaxation = None  # (program, slack), built when a hard problem is first infeasible
-    infeasible_from = math.inf  # the lowest threshold whose hard problem is proven infeasible
+    infeasible = False  # a hard problem proven infeasible: so is every later level's
     class_index = target
-    results: dict[float, EnsembleCounterfactual] = {}
-    previous = None  # (result, encoded target score) of the last hard point proven optimal
-    last = None  # the last hard point found (for a lower threshold): where a MIP start is sought
-    for tau in sorted(set(taus)):
-        tau_started = started if not results else time.perf_counter()
-        if reuse and previous is not None and min(previous[0].score, previous[1]) >= tau + margin:
+    results = []
+    previous = None  # (result, encoded target score, encoded path length, inlier threshold) of the last optimum
+    last = None  # (point, tau) of the last hard point found (for a lower level): where a MIP start is sought
+    for tau, iso in levels:
+        level_started = started if not results else time.perf_counter()
+        threshold = None if iso is None else tree_ensemble(iso).threshold
+        if reuse and previous is not None and _meets_level(previous, tau + margin, iso, threshold):
             point = previous[0]
             valid = is_valid(forest, point.x, target)  # the forest's own predict, again
-            results[tau] = replace(point, x=point.x.copy(), tau=tau, solve_time=0.0, reused=True, valid=valid,
+            results.append(replace(point, x=point.x.copy(), tau=tau, solve_time=0.0, reused=True, valid=valid,
                                    meets_threshold=point.score >= tau - 1e-9,
-                                   time=time.perf_counter() - tau_started)
+                                   inlier=None if iso is None else _is_inlier(iso, point.x),
+                                   time=time.perf_counter() - level_started))
             continue
         tau_param.value = tau
+        if inlier_param is not None:
+            inlier_param.value = threshold
         solve_time = 0.0
-        relaxed = reuse and tau >= infeasible_from
+        relaxed = reuse and infeasible
         if not relaxed:
-            start = None if last is None or not mip_start else _pushed_further(
-                forest, last, goal=tau + margin, class_index=class_index, x0=x0, weights=weights,
+            start = None if last is None or not mip_start or tau <= last[1] else _pushed_further(
+                forest, last[0], goal=tau + margin, class_index=class_index, x0=x0, weights=weights,
                 space=problem.space, spec=spec, cuts=cuts)
             if start is not None:
                 solve_time = _solve_at(problem, hard, box, start, options)
             solution = problem.solve_program(hard, **options)
             relaxed = solution.result.status == solvers.INFEASIBLE
             solve_time += solution.solve_time
-            if relaxed:
-                infeasible_from = min(infeasible_from, tau)
+            infeasible = infeasible or relaxed
+        path_length = None if inlier is None or relaxed else inlier.output.value
         if relaxed:
             if relaxation is None:
                 slack = cp.Variable(nonneg=True)
@@ -522,22 +623,38 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
                                                        inlier_slack=inlier_slack, **targets) + extra), slack)
             solution = problem.solve_program(relaxation[0], **options)
             solution.solve_time += solve_time
-        found = problem.checked(solution, target=target, started=tau_started)
+        found = problem.checked(solution, target=target, started=level_started)
         x = solution.x
-        last = None if relaxed else x
+        last = None if relaxed or x is None else (x, tau)
         if x is None:
-            results[tau] = EnsembleCounterfactual(**found, tau=tau, relaxed=relaxed)
+            results.append(EnsembleCounterfactual(**found, tau=tau, relaxed=relaxed))
             previous = None
             continue
         score = float(forest.predict_proba(model_input(forest, x))[0, class_index])
         slack = relaxation[1] if relaxed else None
-        found["time"] = time.perf_counter() - tau_started
-        results[tau] = EnsembleCounterfactual(
+        found["time"] = time.perf_counter() - level_started
+        result = EnsembleCounterfactual(
             **found, tau=tau, score=score, meets_threshold=score >= tau - 1e-9, relaxed=relaxed,
             relaxation=float(slack.value) if relaxed and slack.value is not None else 0.0,
             n_changed=sparsity(x, x0, tol=CHANGE_TOLERANCE, groups=[f.group for f in spec]),
-            inlier=None if isolation_forest is None else bool(model_predict(isolation_forest, x)[0] == 1))
+            inlier=None if iso is None else _is_inlier(iso, x))
+        results.append(result)
         encoded = found["encoded_output"] if target == 1 else 1.0 - found["encoded_output"]
         optimal = solution.result.status == solvers.OPTIMAL and not relaxed
-        previous = (results[tau], encoded) if optimal and (inlier is None or results[tau].inlier) else None
-    return [results[t] for t in taus]
+        previous = (result, encoded, path_length, threshold) if optimal and (iso is None or result.inlier) else None
+    return results
+
+
+def _meets_level(previous, goal: float, iso, threshold) -> bool:
+    """Whether the previous level's optimum is feasible at this level: its score (the forest's own and the
+    encoded one) reaches `goal` and, where the inlier threshold rose, it is an inlier of `iso` (its own
+    ``predict``) with an encoded mean path length at least `threshold`."""
+    point, encoded, path_length, solved_at = previous
+    if min(point.score, encoded) < goal:
+        return False
+    return iso is None or threshold <= solved_at or (_is_inlier(iso, point.x) and float(path_length) >= threshold)
+
+
+def _is_inlier(isolation_forest, x) -> bool:
+    """The isolation forest's own decision at x: an inlier (``predict == 1``)."""
+    return bool(model_predict(isolation_forest, x)[0] == 1)
