@@ -23,7 +23,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 
 from explainopt.counterfactuals import nearest_counterfactual
-from explainopt.counterfactuals import baselines
+from explainopt.counterfactuals import baselines, gradient_baselines
 from explainopt.counterfactuals.ensembles import ensemble_counterfactual
 from explainopt.counterfactuals.proplace import proplace
 from explainopt.counterfactuals.proto import proto_r
@@ -47,8 +47,8 @@ def methods(model, X, time_limit) -> dict:
         "proplace": lambda x0: proplace(model, x0, X.iloc[:5], delta=0.01, time_limit=time_limit),
         "milp_r": lambda x0: baselines.milp_r(model, x0, delta=0.01, time_limit=time_limit),
         "robx": lambda x0: baselines.robx(model, x0, X, K=100),
-        "wachter": lambda x0: baselines.wachter(model, x0),
-        "roar_style": lambda x0: baselines.roar_style(model, x0, delta=0.01),
+        "wachter": lambda x0: gradient_baselines.wachter(model, x0),
+        "roar_style": lambda x0: gradient_baselines.roar_style(model, x0, delta=0.01),
         "proto_r": lambda x0: proto_r(model, x0, X, delta=0.01),
         "rbr": lambda x0: rbr(model, x0, X),
         "roar": lambda x0: roar(model, x0, X, delta_max=0.01, n_samples=500),

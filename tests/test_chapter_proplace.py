@@ -441,9 +441,9 @@ def test_the_inner_check_reads_not_run_without_cells_and_a_toy_cell_matches_the_
 def test_every_tuned_method_names_its_sources_and_its_grid_names_are_the_methods_options():
     import inspect
 
-    from explainopt.counterfactuals import baselines, proto, rbr, roar
+    from explainopt.counterfactuals import baselines, gradient_baselines, proto, rbr, roar
 
-    functions = {"MILP-R": baselines.milp_r, "RobX": baselines.robx, "WCE": baselines.wachter,
+    functions = {"MILP-R": baselines.milp_r, "RobX": baselines.robx, "WCE": gradient_baselines.wachter,
                  "ROAR": roar.roar, "Proto-R": proto.proto_r, "RBR": rbr.rbr}
     assert set(CH.TUNING) == set(CH.METHODS)
     for method, spec in CH.TUNING.items():

@@ -16,6 +16,7 @@ from sklearn.neural_network import MLPClassifier
 from explainopt import validation as V
 from explainopt.counterfactuals import nearest_counterfactual
 from explainopt.counterfactuals import baselines as B
+from explainopt.counterfactuals import gradient_baselines as GB
 from explainopt.counterfactuals.ensembles import ensemble_counterfactual, ensemble_counterfactuals, score_threshold
 from explainopt.counterfactuals.proplace import proplace
 from explainopt.counterfactuals.rbr import rbr
@@ -126,7 +127,7 @@ def test_nan_in_x0_is_named(unit_net, method):
     x0 = np.array([np.nan, 0.2])
     call = {"rbr": lambda: rbr(net, x0, X), "roar": lambda: roar(net, x0, X, delta_max=0.01),
             "proplace": lambda: proplace(net, x0, X[:3], delta=0.01), "milp_r": lambda: B.milp_r(net, x0, delta=0.01),
-            "wachter": lambda: B.wachter(net, x0)}[method]
+            "wachter": lambda: GB.wachter(net, x0)}[method]
     with pytest.raises(ValueError, match="x0 contains NaN"):
         call()
 
@@ -235,7 +236,7 @@ def test_one_status_vocabulary(unit_net, forest, raw):
     X, _ = raw
     results = [nearest_counterfactual(forest, X.iloc[0], X=X), robust_region(forest, X.iloc[0], rho=1.0, X=X),
                ensemble_counterfactual(forest, X.iloc[0], X=X), proplace(net, Xu[0], Xu[:3], delta=0.01),
-               B.milp_r(net, Xu[0], delta=0.01), B.wachter(net, Xu[0]), rbr(net, Xu[0], Xu)]
+               B.milp_r(net, Xu[0], delta=0.01), GB.wachter(net, Xu[0]), rbr(net, Xu[0], Xu)]
     for res in results:
         assert res.status in V.STATUSES and res.status == V.status_of(res.detail)
         if res.status in ("optimal", "feasible"):
@@ -284,7 +285,7 @@ def test_held_out_models_get_a_valid_counterfactual_or_a_clear_error(cancer, mod
         "region": lambda x0: robust_region(model, x0, rho=0.01, X=X, time_limit=60),
         "ensemble": lambda x0: ensemble_counterfactual(model, x0, X=X, alpha=0.2, time_limit=60),
         "proplace": lambda x0: proplace(model, x0, X.iloc[:5], delta=0.01),
-        "wachter": lambda x0: B.wachter(model, x0),
+        "wachter": lambda x0: GB.wachter(model, x0),
         "rbr": lambda x0: rbr(model, x0, X),
     }
     for name, method in methods.items():

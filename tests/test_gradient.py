@@ -10,7 +10,7 @@ from sklearn.datasets import make_moons
 from sklearn.neural_network import MLPClassifier
 
 from explainopt.counterfactuals import adversarial_recourse as A
-from explainopt.counterfactuals import baselines as B
+from explainopt.counterfactuals import gradient_baselines as GB
 from explainopt.counterfactuals import gradient as G
 from explainopt.counterfactuals import roar as R
 from explainopt.encoders import network_layers, torch_network
@@ -119,8 +119,8 @@ def test_both_schedules_take_the_same_boxed_adam_steps():
 def _methods(moons):
     X, mlp, net, x0 = moons
     return {
-        "wachter": (B.wachter, lambda **kw: B.wachter(net, x0, **kw)),
-        "roar_style": (B.roar_style, lambda **kw: B.roar_style(net, x0, delta=0.02, **kw)),
+        "wachter": (GB.wachter, lambda **kw: GB.wachter(net, x0, **kw)),
+        "roar_style": (GB.roar_style, lambda **kw: GB.roar_style(net, x0, delta=0.02, **kw)),
         "roar": (R.roar, lambda **kw: R.roar(net, x0, X, delta_max=0.05, n_samples=500, **kw)),
         "adversarial_recourse": (A.adversarial_recourse,
                                  lambda **kw: A.adversarial_recourse(mlp, x0, rho=0.05, rounds=2, **kw)),
@@ -138,7 +138,7 @@ def test_the_methods_share_the_parameter_names(moons):
 
 
 def test_the_methods_run_on_the_core_and_name_one_solver(moons, monkeypatch):
-    assert B.GRADIENT_SOLVER is G.GRADIENT_SOLVER and R.GRADIENT_SOLVER is G.GRADIENT_SOLVER
+    assert GB.GRADIENT_SOLVER is G.GRADIENT_SOLVER and R.GRADIENT_SOLVER is G.GRADIENT_SOLVER
     descents = []
     original = G.descend
 

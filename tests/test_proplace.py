@@ -13,6 +13,7 @@ from explainopt import solvers
 from explainopt.chapters.proplace import train_network
 from explainopt.counterfactuals import Counterfactual
 from explainopt.counterfactuals import baselines as B
+from explainopt.counterfactuals import gradient_baselines as GB
 from explainopt.counterfactuals import proplace as P
 from explainopt.counterfactuals.costs import LofScorer, l1, l1_distance
 from explainopt.encoders import IntervalNetwork, delta_robust, model_predict, network_layers
@@ -160,11 +161,11 @@ def test_baselines(moons, factuals):
     r = B.milp_r(net, x, delta=DELTA)
     assert r.robust and r.detail == "robust" and r.status == "feasible" and delta_robust(net, r.x, delta=DELTA)[0] and r.eps >= 0.02
     assert r.solver == "highs" and r.time > 0
-    for res in (B.wachter(net, x), B.robx(net, x, X, K=200), B.roar_style(net, x, delta=DELTA)):
+    for res in (GB.wachter(net, x), B.robx(net, x, X, K=200), GB.roar_style(net, x, delta=DELTA)):
         assert isinstance(res, Counterfactual) and res.detail in ("valid", "line_search", "training_point")
         xp = res.x
         assert xp is not None and model_predict(net, xp[None])[0] == 1 and (xp >= 0).all() and (xp <= 1).all()
-    assert B.wachter(net, x).solver == B.GRADIENT_SOLVER and B.robx(net, x, X, K=200).solver == "highs"
+    assert GB.wachter(net, x).solver == GB.GRADIENT_SOLVER and B.robx(net, x, X, K=200).solver == "highs"
     assert B.stability(net, X[:3], K=50).shape == (3,)
     with pytest.raises(TypeError):
         B.milp_r(net, x, DELTA)  # delta is keyword-only

@@ -45,7 +45,7 @@ from sklearn.model_selection import train_test_split
 from torch import nn
 
 from .. import experiments, reporting, solvers
-from ..counterfactuals import baselines, proto, rbr, roar
+from ..counterfactuals import baselines, gradient_baselines, proto, rbr, roar
 from ..counterfactuals.costs import LofScorer
 from ..counterfactuals.proplace import (ProplaceResult, RobustNeighbours, brute_force_worst_case, evaluate,
                                         local_worst_case, plausible_vertices, proplace, worst_case_model)
@@ -311,7 +311,7 @@ def run_methods(prep: dict, neighbours: RobustNeighbours, index: int, *, dataset
         elif method == "RobX":
             res = baselines.robx(model, x0, X1, tau=o.get("tau", ROBX_TAU.get(dataset, 0.5)), solver=solver)
         elif method == "WCE":
-            res = baselines.wachter(model, x0, **o)
+            res = gradient_baselines.wachter(model, x0, **o)
         elif method == "Proto-R":  # Proto-R certifies with its own delta target, like MILP-R (same paper)
             res = proto.proto_r(model, x0, X1, **({"delta": MILP_R_DELTA[dataset]} | o))
         elif method == "RBR":
@@ -319,7 +319,7 @@ def run_methods(prep: dict, neighbours: RobustNeighbours, index: int, *, dataset
         elif method == "ROAR":
             res = roar.roar(model, x0, X1, **({"delta_max": ROAR_DELTA} | o))
         elif method == "ROAR-style":
-            res = baselines.roar_style(model, x0, delta=delta)
+            res = gradient_baselines.roar_style(model, x0, delta=delta)
         else:
             raise ValueError(f"unknown method {method!r}; expected one of {METHODS}")
         out["ce"][method], out["time"][method] = res.x, res.time

@@ -43,7 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
 from .. import experiments
-from ..counterfactuals import baselines, nearest_counterfactual
+from ..counterfactuals import baselines, gradient_baselines, nearest_counterfactual
 from ..counterfactuals.costs import LofScorer, l1_distance, sparsity
 from ..counterfactuals.ensembles import binomial_interval, ensemble_counterfactual, score_threshold
 from ..counterfactuals.proplace import RobustNeighbours, plausible_vertices, proplace
@@ -228,9 +228,9 @@ def run_methods(prep: dict, model_name: str, x0, *, rhos, delta_factors, alphas,
             found = baselines.milp_r(model, x0, delta=own, max_steps=milp_r_steps, solver=solver, time_limit=time_limit)
             out.append(_ce(MILP_R, own, found, recommended=True))
         if WACHTER in methods:
-            out.append(_ce(WACHTER, None, baselines.wachter(model, x0, steps=gradient_steps), recommended=True))
+            out.append(_ce(WACHTER, None, gradient_baselines.wachter(model, x0, steps=gradient_steps), recommended=True))
         if ROAR in methods:
-            out.append(_ce(ROAR, base, baselines.roar_style(model, x0, delta=base, steps=gradient_steps),
+            out.append(_ce(ROAR, base, gradient_baselines.roar_style(model, x0, delta=base, steps=gradient_steps),
                            recommended=True))
     else:
         spec, n_trees = box_spec(d), len(model.estimators_)

@@ -19,8 +19,8 @@ method is imported from it: ``from explainopt.counterfactuals.proplace import pr
 ``...rbr import rbr`` (RBR), ``...roar import roar`` (ROAR) and ``...adversarial_recourse import
 adversarial_recourse``.
 
-The core modules import neither torch nor OR-Tools. The gradient methods (``wachter``, ``roar_style``,
-``milp_r`` and ``robx`` of ``baselines``; ``roar``, ``rbr``, ``adversarial_recourse``) need torch
+The core modules import neither torch nor OR-Tools. The gradient methods (``wachter`` and ``roar_style`` of
+``gradient_baselines``; ``roar``, ``rbr``, ``adversarial_recourse``) need torch
 (``pip install explainopt[torch]``): their names are imported here on first use, never with the package.
 """
 
@@ -29,7 +29,7 @@ import importlib
 from .base import Counterfactual, check_factual, is_valid
 from .nearest import CounterfactualProblem, CounterfactualResult, counterfactual_problem, nearest_counterfactual
 
-#: Exported names imported on first use (PEP 562) -> their module: torch's (``baselines``) are then loaded
+#: Exported names imported on first use (PEP 562) -> their module: torch's (``gradient_baselines``) are then loaded
 #: only by who calls them, and the package's import stays that of the core.
 LAZY = {
     "RobustRegion": "regions", "robust_region": "regions", "single_leaf_region": "regions",
@@ -37,12 +37,12 @@ LAZY = {
     "EnsembleCounterfactual": "ensembles", "ensemble_counterfactual": "ensembles",
     "ensemble_counterfactuals": "ensembles",
     "ProtoResult": "proto", "proto_r": "proto",
-    "MilpRResult": "baselines", "milp_r": "baselines", "robx": "baselines", "wachter": "baselines",
-    "roar_style": "baselines",
+    "MilpRResult": "baselines", "milp_r": "baselines", "robx": "baselines", "wachter": "gradient_baselines",
+    "roar_style": "gradient_baselines",
 }
 
 #: Modules whose import needs torch (the ``[torch]`` extra).
-NEEDS_TORCH = {"baselines", "gradient", "roar", "rbr", "adversarial_recourse"}
+NEEDS_TORCH = {"gradient_baselines", "gradient", "roar", "rbr", "adversarial_recourse"}
 
 
 def __getattr__(name: str):

@@ -1,40 +1,28 @@
-"""Baselines of PROPLACE's Table 1 (Jiang et al. 2023) for ReLU networks on inputs in [0, 1].
+"""Delta-robust baselines of PROPLACE's Table 1 (Jiang et al. 2023) for ReLU networks on inputs in [0, 1].
 
 * :func:`milp_r` -- MILP-R (Jiang et al. 2023a): nearest l1 counterfactual by MILP with a logit margin
   eps, raised step by step until the interval test (with its own delta) passes.
 * :func:`robx` -- RobX (Dutta et al. 2022): from the nearest counterfactual, the nearest training point
   with counterfactual stability >= tau (mean minus std of the class-1 probability over K Gaussian
   samples), then a line search back towards the nearest counterfactual keeping stability >= tau.
-* :func:`wachter` -- Wachter et al. (2017): gradient descent on lam (p(x') - 1)^2 + ||x' - x0||_1 / d,
-  lam doubled until the counterfactual is valid (the gradient core, :mod:`.gradient`).
-* :func:`roar_style` -- a ROAR-like robust recourse (Upadhyay et al. 2021), gradient based. ROAR
-  linearises the model (LIME) and takes the worst l_inf shift of the linear model's weights and bias,
-  which lowers the score by delta (||x'||_1 + 1); here the same worst shift of a local linear model is
-  applied to the network's own logit: loss lam BCE(f(x') - delta (||x'||_1 + 1), 1) + ||x' - x0||_1 / d.
-  Not the authors' implementation (no LIME surrogate).
 
-Each returns a :class:`~.base.Counterfactual` (x None when none was found). The gradient methods run the
-core of :mod:`.gradient` and name its optimiser, :data:`~.gradient.GRADIENT_SOLVER` (``adam``), as their
-solver. All search class 1 (the favourable class of the papers) for a network on inputs in [0, 1]: `x0`
-must lie there, and a factual already of class 1 is refused
-(:func:`~explainopt.validation.require_class_one`).
+The table's gradient baselines, Wachter et al. and the ROAR-style recourse, need torch and live in
+:mod:`.gradient_baselines`; these two need none. Each returns a :class:`~.base.Counterfactual` (x None when none was
+found). Both search class 1 (the favourable class of the papers) for a network on inputs in [0, 1]: `x0`
+must lie there, and a factual already of class 1 is refused (:func:`class_one_factual`).
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
-from ..encoders import delta_robust, model_output, model_predict, torch_network
-from ..encoders.networks import is_torch_sequential
+from ..encoders import delta_robust, model_output, model_predict
 from ..validation import (check_matrix, check_positive, check_seed, counterfactual_inputs, require_class_one,
                           target_label)
 from .base import Counterfactual, contract
-from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 from .nearest import nearest_counterfactual
 
 
@@ -48,8 +36,10 @@ class MilpRResult(Counterfactual):
     robust: bool = False
 
 
-def _class_one_inputs(model, x0, target, method, **solver_options) -> np.ndarray:
-    """The checked factual of a class-1 method on a network with inputs in [0, 1] (module docstring)."""
+def class_one_factual(model, x0, target, method, **solver_options) -> np.ndarray:
+    """The checked factual of a class-1 method (named `method` in errors) on a network with inputs in
+    [0, 1]: a ValueError when the model already predicts class 1 at it
+    (:func:`~explainopt.validation.require_class_one`)."""
     checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0), families=("network",),
                                     **solver_options)
     require_class_one(checked, method)
@@ -74,7 +64,7 @@ def milp_r(model, x0, *, delta: float, target=None, eps0: float = 0.02, step: fl
         raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
     check_positive(delta, "delta", strict=False)
     start = time.perf_counter()
-    x0 = _class_one_inputs(model, x0, target, "MILP-R", solver=solver, time_limit=time_limit)
+    x0 = class_one_factual(model, x0, target, "MILP-R", solver=solver, time_limit=time_limit)
     last = None
     for s in range(max_steps):  # every step solves the same model (only eps moves): one solver names them all
         eps = eps0 + s * step
@@ -121,7 +111,7 @@ def robx(model, x0, X_train, *, target=None, sigma: float = 0.1, K: int = 1000, 
     """
     start = time.perf_counter()
     check_seed(random_state)
-    x0 = _class_one_inputs(model, x0, target, "RobX", solver=solver)
+    x0 = class_one_factual(model, x0, target, "RobX", solver=solver)
     X_train = check_matrix(X_train, "X_train", x0.size)
     nearest = None
     if base is None:
@@ -154,73 +144,4 @@ def robx(model, x0, X_train, *, target=None, sigma: float = 0.1, K: int = 1000, 
     return found(target, "training_point")
 
 
-def _gradient_ce(model, x0, robust_shift: float, *, target, lam: float, lam_growth: float, rounds: int, steps: int,
-                 learning_rate: float) -> Counterfactual:
-    """The gradient core (:func:`~.gradient.multiplier_rounds`) on lam * (validity loss) + normalised l1,
-    lam growing until valid: detail ``valid``, or ``not_valid`` with the last round's point. `model`: a
-    torch ``nn.Sequential`` (its own float64 copy is differentiated) or another network
-    (:func:`~explainopt.encoders.torch_network`)."""
-    start = time.perf_counter()
-    x0 = _class_one_inputs(model, x0, target, "the gradient counterfactual")
-    net = copy.deepcopy(model).double() if is_torch_sequential(model) else torch_network(model)
-    for p in net.parameters():
-        p.requires_grad_(False)
-    x0t = torch.as_tensor(x0)
-    d = x0t.numel()
-
-    def loss(lam):
-        def at(xp):
-            logit = net(xp[None])[0, 0]
-            dist = (xp - x0t).abs().sum() / d
-            if robust_shift:
-                robust = logit - robust_shift * (xp.abs().sum() + 1)
-                return lam * torch.nn.functional.softplus(-robust) + dist
-            return lam * (torch.sigmoid(logit) - 1) ** 2 + dist
-        return at
-
-    def valid(cand) -> bool:
-        logit = float(model_output(model, cand[None])[0])
-        return logit - robust_shift * (np.abs(cand).sum() + 1) > 0 if robust_shift else logit > 0
-
-    found = multiplier_rounds(loss, valid, x0, growing(lam, lam_growth, rounds), lower=0.0, upper=1.0,
-                              learning_rate=learning_rate, steps=steps)
-    return contract(Counterfactual(found.x, "valid" if found.accepted else "not_valid", time.perf_counter() - start,
-                                   GRADIENT_SOLVER), model, x0, 1)
-
-
-def wachter(model, x0, *, target=None, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8, steps: int = 300,
-            learning_rate: float = 0.01) -> Counterfactual:
-    """Wachter et al.: the first valid gradient-descent counterfactual as lam grows (else the last).
-
-    Examples
-    --------
-    >>> from sklearn.neural_network import MLPClassifier
-    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
-    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
-    >>> ce = wachter(net, X[0])
-    >>> ce.status, ce.solver, ce.valid
-    ('feasible', 'adam', True)
-    """
-    return _gradient_ce(model, x0, 0.0, target=target, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
-                        learning_rate=learning_rate)
-
-
-def roar_style(model, x0, *, delta: float, target=None, lam: float = 0.5, lam_growth: float = 2.0, rounds: int = 8,
-               steps: int = 300, learning_rate: float = 0.01) -> Counterfactual:
-    """ROAR-like robust recourse (module docstring): robust to the worst l_inf shift `delta` of a local
-    linear model's weights.
-
-    Examples
-    --------
-    >>> from sklearn.neural_network import MLPClassifier
-    >>> X = np.array([[0.1, 0.2], [0.2, 0.1], [0.8, 0.9], [0.9, 0.8]] * 10)
-    >>> net = MLPClassifier((4,), max_iter=2000, random_state=0).fit(X, [0, 0, 1, 1] * 10)
-    >>> roar_style(net, X[0], delta=0.01).valid
-    True
-    """
-    check_positive(delta, "delta", strict=False)
-    return _gradient_ce(model, x0, delta, target=target, lam=lam, lam_growth=lam_growth, rounds=rounds, steps=steps,
-                        learning_rate=learning_rate)
-
-
-__all__ = ["GRADIENT_SOLVER", "MilpRResult", "milp_r", "robx", "roar_style", "stability", "wachter"]
+__all__ = ["MilpRResult", "class_one_factual", "milp_r", "robx", "stability"]
