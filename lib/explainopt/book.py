@@ -165,11 +165,11 @@ class ChapterRun:
         """Save the claims (for the status page) and display the provenance footer. The committed verdicts
         (``results/<scale>/NN.json``) are written only by a run at the scale's defaults (:func:`off_defaults`),
         with `committed_tables` (small tables that belong with the verdicts, e.g. the settings a tuning chose);
-        a run with other parameters says where its own are."""
+        a run with other parameters says where its own are. An appendix, which has no claims, commits nothing."""
         prov = self.provenance()
         saved = reporting.save_chapter_results(self.chapter, claims, prov, {**(tables or {}), **(committed_tables or {})})
         off = off_defaults(self.chapter, self.parameters)
-        if self.scale in COMMITTED and not off:  # the verdicts travel with the repository
+        if self.scale in COMMITTED and not off and claims:  # the verdicts travel with the repository
             reporting.save_chapter_results(self.chapter, claims, prov, committed_tables,
                                            folder=RESULTS / self.scale)
         elif self.scale in COMMITTED:
