@@ -10,15 +10,18 @@ import inspect
 import pytest
 
 #: Modules whose public functions and classes must each show an example.
-DOCUMENTED = ["explainopt.encoders", "explainopt.attributions", "explainopt.clemo", "explainopt.solvers"]
-#: Every module whose examples run (the counterfactual methods' too, where they have them).
+DOCUMENTED = ["explainopt.encoders", "explainopt.attributions", "explainopt.clemo", "explainopt.solvers",
+              "explainopt.counterfactuals.ensembles"]
+#: Every module whose examples run (the counterfactual methods' too, where they have them). doctest finds only the
+#: objects a module defines, so a package's submodules (``regions.algorithm``, ...) are listed themselves.
 MODULES = ["explainopt.encoders.base", "explainopt.encoders.linear", "explainopt.encoders.trees",
            "explainopt.encoders.networks", "explainopt.encoders.pipelines", "explainopt.attributions",
            "explainopt.clemo", "explainopt.solvers", "explainopt.counterfactuals.base",
            "explainopt.counterfactuals.nearest", "explainopt.counterfactuals.regions",
-           "explainopt.counterfactuals.ensembles", "explainopt.counterfactuals.proplace",
-           "explainopt.counterfactuals.baselines", "explainopt.counterfactuals.roar", "explainopt.counterfactuals.rbr",
-           "explainopt.counterfactuals.proto"]
+           "explainopt.counterfactuals.regions.algorithm", "explainopt.counterfactuals.regions.certify",
+           "explainopt.counterfactuals.regions.sets", "explainopt.counterfactuals.ensembles",
+           "explainopt.counterfactuals.proplace", "explainopt.counterfactuals.baselines",
+           "explainopt.counterfactuals.roar", "explainopt.counterfactuals.rbr", "explainopt.counterfactuals.proto"]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

@@ -7,18 +7,18 @@ What this module offers, by section of the paper:
   through the beta-distribution inverse ``g_N(p) = I_{1-p}(N - k, k + 1)`` (Appendix A.1), for odd and
   even N. :func:`robust_saa_threshold` is the Robust-SAA threshold ``rho*(N, alpha, beta)`` of eq. (8)
   with the Agresti-Coull term (or, with ``form="code"``, the implicit version of the authors' code).
-* **Counterfactuals** (Problem (2), Appendix B.1). :func:`ensemble_counterfactual` is the nearest
-  counterfactual of :mod:`explainopt.counterfactuals.nearest` (the same feature space, distance,
-  encoding and float32 repair) with the feature-weighted l1 distance (weight 1/4 on non-continuous
-  features) and the target-class score ``>= tau`` (``predicts(target, threshold=)``). What it adds:
-  when the target constraint is infeasible it is relaxed with the penalty ``5000 d nu`` of Appendix
-  B.1, and the result says so (``relaxed``). Naive: ``tau = 1/2``; Direct-SAA: ``tau = p*``;
-  Robust-SAA: ``tau = rho*`` (:func:`score_threshold`). Every point is checked with the forest's own
-  ``predict``/``predict_proba``. :func:`ensemble_counterfactuals` gives one factual's counterfactuals for
-  several thresholds from one problem (tau a cvxpy Parameter: encoded and compiled once, warm-started
-  from a lower threshold's point pushed to the higher one, and that point returned where it is provably
-  optimal for the higher one); the distance is bounded below by the forest's split binaries (valid rows
-  that tighten the relaxation).
+* **Counterfactuals** (Problem (2), Appendix B.1). :func:`~explainopt.counterfactuals.ensemble_counterfactual`
+  is the nearest counterfactual of :func:`~explainopt.counterfactuals.nearest_counterfactual` (the same feature
+  space, distance, encoding and float32 repair) with the feature-weighted l1 distance (weight 1/4 on
+  non-continuous features) and the target-class score ``>= tau`` (``predicts(target, threshold=)``). What it
+  adds: when the target constraint is infeasible it is relaxed with the penalty ``5000 d nu`` of Appendix B.1,
+  and the result says so (``relaxed``). Naive: ``tau = 1/2``; Direct-SAA: ``tau = p*``; Robust-SAA:
+  ``tau = rho*`` (:func:`score_threshold`). Every point is checked with the forest's own
+  ``predict``/``predict_proba``. :func:`~explainopt.counterfactuals.ensemble_counterfactuals` gives one
+  factual's counterfactuals for several thresholds from one problem (tau a cvxpy Parameter: encoded and
+  compiled once, warm-started from a lower threshold's point pushed to the higher one, and that point returned
+  where it is provably optimal for the higher one); the distance is bounded below by the forest's split
+  binaries (valid rows that tighten the relaxation).
 * **Plausibility benchmarks** (Appendix B.2, B.3): isolation-forest inlier constraints
   (:func:`fit_isolation_forest`, through the IsolationForest encoder; several contamination levels of one
   forest, which differ only in ``offset_``, from one problem: :func:`isolation_forest_counterfactuals`) and a
@@ -28,7 +28,7 @@ What this module offers, by section of the paper:
   interval of a validity rate.
 
 The experiments of Section 5 (simulations, tables, figures, claims) are chapter 5's protocol:
-:mod:`explainopt.chapters.robust_ensembles`.
+``explainopt.chapters.robust_ensembles``.
 """
 
 from __future__ import annotations
@@ -70,7 +70,15 @@ def _check_n_alpha(n_estimators, alpha) -> int:
 
 def ensemble_majority_probability(n_estimators: int, p) -> np.ndarray:
     """``1 - g_N(p) = 1 - B(floor(N/2); N, p)``: the probability that more than half of N i.i.d.
-    Bernoulli(p) learners vote 1 (equal to P(h_N >= 1/2) for odd N, a lower bound for even N; App. A.2)."""
+    Bernoulli(p) learners vote 1 (equal to P(h_N >= 1/2) for odd N, a lower bound for even N; App. A.2).
+
+    Examples
+    --------
+    At the Direct-SAA threshold ``p*(N, alpha)`` a majority votes 1 with probability ``1 - alpha``:
+
+    >>> ensemble_majority_probability(5, [0.5, robustness_threshold(5, alpha=0.2)]).round(3)
+    array([0.5, 0.8])
+    """
     n = _check_n_alpha(n_estimators, 0.5)
     return stats.binom.sf(n // 2, n, np.asarray(p, dtype=float))
 
@@ -81,6 +89,13 @@ def robustness_threshold(n_estimators: int, alpha: float) -> float:
     Exact: with ``k = floor(N/2)``, ``g_N(p) = 1 - I_p(k + 1, N - k)`` (Appendix A.1), so ``p*`` is the
     ``1 - alpha`` quantile of Beta(k + 1, N - k). Works for odd and even N (for even N the binomial
     c.d.f. at N/2 includes the tie, as in the paper and the authors' code).
+
+    Examples
+    --------
+    The more trees, the closer ``p*`` to 1/2:
+
+    >>> round(robustness_threshold(5, alpha=0.2), 3), round(robustness_threshold(100, alpha=0.1), 3)
+    (0.673, 0.569)
     """
     n = _check_n_alpha(n_estimators, alpha)
     k = n // 2
@@ -95,6 +110,13 @@ def robust_saa_threshold(n_estimators: int, alpha: float, beta: float, *, form: 
     more conservative than 0.1, as in Figure 2). ``form="code"``: the authors' implementation, the
     smallest p whose Agresti-Coull lower bound ``p_AC - z_beta sqrt(p_AC (1 - p_AC) / N)``, with
     ``p_AC = (N p + 2)/(N + 4)``, reaches ``p*`` (solved by bisection instead of their grid).
+
+    Examples
+    --------
+    >>> round(robust_saa_threshold(100, alpha=0.1, beta=0.05), 3)
+    0.65
+    >>> round(robust_saa_threshold(100, alpha=0.1, beta=0.05, form="code"), 3)
+    0.653
     """
     n = _check_n_alpha(n_estimators, alpha)
     if not 0.0 < float(beta) < 1.0:
@@ -119,7 +141,13 @@ def robust_saa_threshold(n_estimators: int, alpha: float, beta: float, *, form: 
 
 def score_threshold(method: str, *, n_estimators: int, alpha: float = 0.5, beta: float | None = None) -> float:
     """The score threshold tau of each method of :data:`SAA_METHODS` (Appendix B.1): naive 1/2,
-    Direct-SAA ``p*(N, alpha)``, Robust-SAA ``rho*(N, alpha, beta)``."""
+    Direct-SAA ``p*(N, alpha)``, Robust-SAA ``rho*(N, alpha, beta)``.
+
+    Examples
+    --------
+    >>> [round(score_threshold(method, n_estimators=100, alpha=0.1, beta=0.05), 3) for method in SAA_METHODS]
+    [0.5, 0.569, 0.65]
+    """
     if method == "naive":
         return 0.5
     if method == "direct-saa":
@@ -149,6 +177,12 @@ def binomial_interval(valid: int, n: int, *, level: float = 0.95) -> ValidityEst
 
     The interval treats the n counterfactuals as independent; those of one simulation share the two
     forests, so it is somewhat optimistic (the chapter says so).
+
+    Examples
+    --------
+    >>> estimate = binomial_interval(45, 50)
+    >>> estimate.rate, round(estimate.low, 3), round(estimate.high, 3)
+    (0.9, 0.782, 0.967)
     """
     if n <= 0:
         return ValidityEstimate(int(valid), int(n), float("nan"), float("nan"), float("nan"))
@@ -160,12 +194,26 @@ def binomial_interval(valid: int, n: int, *, level: float = 0.95) -> ValidityEst
 
 
 def feature_weights(spec, *, non_continuous: float = 0.25) -> np.ndarray:
-    """Weights of the l1 distance (Section 5): 1 on continuous features, 1/4 on the others."""
+    """Weights of the l1 distance (Section 5): 1 on continuous features, 1/4 on the others.
+
+    Examples
+    --------
+    >>> from explainopt.datasets import FeatureSpec
+    >>> spec = [FeatureSpec("age", "discrete", 18, 90), FeatureSpec("income"), FeatureSpec("owner", "binary")]
+    >>> feature_weights(spec)
+    array([0.25, 1.  , 0.25])
+    """
     return np.array([1.0 if f.kind == "continuous" else non_continuous for f in spec])
 
 
 def weighted_l1(a, b, weights) -> np.ndarray:
-    """Feature-weighted l1 distance between the rows of `a` and `b` (broadcasting)."""
+    """Feature-weighted l1 distance between the rows of `a` and `b` (broadcasting).
+
+    Examples
+    --------
+    >>> weighted_l1([[0.0, 0.0], [1.0, 1.0]], [1.0, 0.0], weights=[1.0, 0.25])
+    array([1.  , 0.25])
+    """
     return np.abs(np.asarray(a, float) - np.asarray(b, float)) @ np.asarray(weights, float)
 
 
@@ -173,7 +221,15 @@ def weighted_l1(a, b, weights) -> np.ndarray:
 
 def fit_isolation_forest(X_target, *, contamination: float, n_estimators: int = 50, random_state: int = 0):
     """Isolation forest on the training rows of the target class (Appendix B.2; other parameters at
-    scikit-learn's defaults)."""
+    scikit-learn's defaults).
+
+    Examples
+    --------
+    >>> X_target = np.random.default_rng(0).uniform(size=(200, 2))
+    >>> iso = fit_isolation_forest(X_target, contamination=0.1, n_estimators=20)
+    >>> float((iso.predict(X_target) == -1).mean()), iso.predict([[0.5, 0.5], [3.0, 3.0]]).tolist()
+    (0.1, [1, -1])
+    """
     if not 0.0 < contamination <= 0.5:
         raise ValueError(f"contamination must lie in (0, 0.5], got {contamination!r}")
     return IsolationForest(n_estimators=n_estimators, contamination=contamination,
@@ -194,6 +250,13 @@ def lof_candidates(X_target, x0, *, weights, n_candidates: int = 10) -> LofCandi
 
     Duplicated rows are merged first (as in the authors' code); the 1-NN distance of a candidate is
     taken over all remaining target-class rows.
+
+    Examples
+    --------
+    >>> X_target = np.array([[0.0, 1.0], [0.0, 1.2], [1.0, 1.0], [2.0, 2.0]])
+    >>> lof = lof_candidates(X_target, [0.0, 0.0], weights=[1.0, 1.0], n_candidates=2)
+    >>> lof.points.tolist(), lof.delta.round(3).tolist()
+    ([[0.0, 1.0], [0.0, 1.2]], [0.2, 0.2])
     """
     X_target = np.unique(np.asarray(X_target, float), axis=0)
     if len(X_target) < 2:
@@ -212,16 +275,18 @@ def lof_candidates(X_target, x0, *, weights, n_candidates: int = 10) -> LofCandi
 
 @dataclass
 class EnsembleCounterfactual(CounterfactualResult):
-    """One counterfactual of :func:`ensemble_counterfactual` (fields of
+    """One counterfactual of :func:`~explainopt.counterfactuals.ensemble_counterfactual` (fields of
     :class:`~.nearest.CounterfactualResult` first; ``valid``: the forest's ``predict(x)`` is the target).
 
     target, tau: the target class (a label of ``forest.classes_``) and its score threshold; score: the
     forest's own ``predict_proba`` of the target class at ``x``; meets_threshold: ``score >= tau`` (checked
     with the true forest, not the MILP); relaxed: the hard problem was infeasible and the penalized relaxation (App. B.1) was solved,
     with slack ``relaxation`` (``solve_time`` then counts both solves); n_changed: features changed by
-    more than :data:`CHANGE_TOLERANCE` (:func:`~.costs.sparsity`, a one-hot group counting once);
+    more than :data:`~explainopt.counterfactuals.ensembles.CHANGE_TOLERANCE` (``costs.sparsity``, a one-hot
+    group counting once);
     inlier: the isolation forest's decision at x, when one was given;
-    reused: the point of a lower threshold, optimal here too (:func:`ensemble_counterfactuals`).
+    reused: the point of a lower threshold, optimal here too
+    (:func:`~explainopt.counterfactuals.ensemble_counterfactuals`).
     """
 
     target: object = None
@@ -359,7 +424,16 @@ def _solve_at(problem, program, box, point, options) -> float:
 
 def check_forest(forest) -> None:
     """A fitted binary random forest (RandomForestClassifier, ExtraTreesClassifier): a model whose score is
-    a soft vote of its trees, on which a threshold tau has the meaning of Section 3; TypeError otherwise."""
+    a soft vote of its trees, on which a threshold tau has the meaning of Section 3; TypeError otherwise.
+
+    Examples
+    --------
+    >>> from sklearn.ensemble import GradientBoostingClassifier
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.9], [0.9, 0.1], [1.0, 1.0]])
+    >>> check_forest(GradientBoostingClassifier(n_estimators=2).fit(X, [0, 0, 1, 1]))
+    Traceback (most recent call last):
+    TypeError: forest: tau is a threshold on the soft vote of a random forest (predict_proba); ...
+    """
     check_model(forest)
     if model_family(forest) != "ensemble" or hasattr(forest, "init_"):  # gradient boosting has an init_
         raise TypeError(f"forest: tau is a threshold on the soft vote of a random forest (predict_proba); a "
@@ -393,25 +467,43 @@ def ensemble_counterfactual(forest, x0, spec=None, lower=None, upper=None, *, X=
                             time_limit: float | None = None, mip_gap: float | None = 1e-4) -> EnsembleCounterfactual:
     """Nearest counterfactual with target-class score ``>= tau`` (Problem (2) with (2b) replaced by (5)).
 
+    For several thresholds of one factual, :func:`~explainopt.counterfactuals.ensemble_counterfactuals`
+    builds the problem once.
+
     Parameters
     ----------
-    forest : fitted binary RandomForestClassifier or ExtraTreesClassifier (the score is its soft vote,
-        ``predict_proba``).
+    forest : a fitted binary random forest
+        A RandomForestClassifier or ExtraTreesClassifier; the score is its soft vote, ``predict_proba``.
     x0 : the factual: an array, a Series or a one-row DataFrame.
-    spec, lower, upper, X : the feature space: a dataset's feature spec (kinds, bounds, actionability,
-        one-hot groups); else continuous free features in the box `lower`/`upper` (scalars, arrays or
-        Series); else the types and box of the data `X` (:func:`~explainopt.featurespace.data_spec`).
-    tau : score threshold of the target class, or
-    alpha, beta : the threshold of Direct-SAA (``alpha``: :func:`robustness_threshold`) or, with ``beta``,
-        Robust-SAA (:func:`robust_saa_threshold`), for the forest's own ``n_estimators``. Neither: 0.5 (naive).
-    target : a label of ``forest.classes_``; default: the class other than the forest's prediction at ``x0``.
-    weights : l1 weights; default :func:`feature_weights` (1/4 on non-continuous features).
+    spec, lower, upper, X : the feature space
+        A dataset's feature spec (kinds, bounds, actionability, one-hot groups); else continuous free
+        features in the box `lower`/`upper` (scalars, arrays or Series); else the types and box of the
+        data `X` (``explainopt.featurespace.data_spec``).
+    tau : the score threshold of the target class
+        Give `tau` or `alpha`, not both.
+    alpha, beta : the risk levels that set tau
+        ``alpha`` alone: Direct-SAA, ``tau = p*(N, alpha)``
+        (:func:`~explainopt.counterfactuals.ensembles.robustness_threshold`); with ``beta``: Robust-SAA,
+        ``tau = rho*(N, alpha, beta)`` (:func:`~explainopt.counterfactuals.ensembles.robust_saa_threshold`);
+        N is the forest's own ``n_estimators``. Neither `tau` nor `alpha`: ``tau = 0.5`` (naive).
+    target : a label of ``forest.classes_``
+        Default: the class other than the forest's prediction at ``x0``.
+    weights : the weights of the l1 distance
+        Default: :func:`~explainopt.counterfactuals.ensembles.feature_weights` (1/4 on non-continuous
+        features).
     isolation_forest : a fitted IsolationForest whose inlier decision constrains x (App. B.2).
-    lof, lof_weight : 1-LOF candidates and penalty weight lambda (App. B.3).
-    penalty : cost of the relaxation slack (App. B.1); default ``5000 * n_features``.
-    margin : strictness of the score constraint (the authors use 1e-5).
+    lof, lof_weight : the 1-LOF candidates and the penalty weight lambda (App. B.3).
+    penalty : the cost of the relaxation slack (App. B.1)
+        Default: ``5000 * n_features``.
+    margin : the strictness of the score constraint
+        The authors use 1e-5 (the default).
+    solver, time_limit, mip_gap : see :func:`explainopt.solvers.solve`.
 
-    For several thresholds of one factual, :func:`ensemble_counterfactuals` builds the problem once.
+    Returns
+    -------
+    EnsembleCounterfactual
+        Its ``valid`` is the forest's own ``predict``; ``score`` its ``predict_proba`` of the target class
+        and ``meets_threshold`` whether that reaches ``tau``.
 
     Examples
     --------
@@ -441,8 +533,8 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
                              time_limit: float | None = None, mip_gap: float | None = 1e-4,
                              reuse: bool = True, warm_start: bool = True,
                              cell_bounds: bool = True, mip_start: bool = True) -> list[EnsembleCounterfactual]:
-    """:func:`ensemble_counterfactual` for each threshold of `taus` (one result per entry, in that order;
-    other arguments as there), with one problem per factual and forest.
+    """:func:`~explainopt.counterfactuals.ensemble_counterfactual` for each threshold of `taus` (one result per
+    entry, in that order; other arguments as there), with one problem per factual and forest.
 
     The problems differ only in the right-hand side of the score constraint, so the threshold is a cvxpy
     Parameter: the forest is encoded and the program compiled once (and once more for the relaxation of
@@ -456,16 +548,27 @@ def ensemble_counterfactuals(forest, x0, spec=None, lower=None, upper=None, *, X
     * when the hard problem is infeasible at a threshold, it is infeasible at every higher one: those go
       straight to the relaxation (``relaxed``).
 
-    ``cell_bounds``: the distance bounded below by the split binaries (:func:`_distance_objective`:
+    ``cell_bounds``: the distance bounded below by the split binaries (``_distance_objective``:
     valid rows, the same optimum, a tighter relaxation). ``mip_start`` (with ``warm_start``): before a
     threshold's solve, the last lower threshold's point is pushed to a point of the forest that meets the
-    new one (:func:`_pushed_further`, a greedy search with the forest's own ``predict_proba``), completed
-    by a solve with x fixed there (:func:`_solve_at`) and handed to the solver as its start; its seconds
+    new one (``_pushed_further``, a greedy search with the forest's own ``predict_proba``), completed
+    by a solve with x fixed there (``_solve_at``) and handed to the solver as its start; its seconds
     count in ``solve_time``. The start only gives the solver an incumbent: the optimum is still proven.
 
     Each result's ``time`` counts its own solves and checks, and the first solved threshold's also the
     encoding and compilation shared by all. Every point is checked with the forest's ``predict`` and
     ``predict_proba``, reused or not.
+
+    Examples
+    --------
+    The point found for tau = 0.6 already has score 1, so it is optimal for 0.8 as well (``reused``):
+
+    >>> from sklearn.ensemble import RandomForestClassifier
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.9], [0.9, 0.1], [1.0, 1.0]] * 5)
+    >>> forest = RandomForestClassifier(n_estimators=5, random_state=0).fit(X, [0, 0, 1, 1] * 5)
+    >>> ces = ensemble_counterfactuals(forest, X[0], X=X, taus=[0.5, 0.6, 0.8])
+    >>> [(ce.status, ce.valid, round(ce.score, 2), ce.reused, round(ce.distance, 3)) for ce in ces]
+    [('optimal', True, 0.6, False, 0.55), ('optimal', True, 1.0, False, 0.6), ('optimal', True, 1.0, True, 0.6)]
     """
     started = time.perf_counter()
     taus = [_check_tau(t) for t in taus]
@@ -483,17 +586,17 @@ def isolation_forest_counterfactuals(forest, x0, spec=None, lower=None, upper=No
                                      margin: float = 1e-5, solver: str | None = None, time_limit: float | None = None,
                                      mip_gap: float | None = 1e-4, reuse: bool = True, warm_start: bool = True,
                                      cell_bounds: bool = True) -> list[EnsembleCounterfactual]:
-    """:func:`ensemble_counterfactual` with the inlier constraint of each of `isolation_forests` (the
-    plausibility benchmark of App. B.2 at several contamination levels), one result per entry, in that
-    order, from one problem (other arguments as there).
+    """:func:`~explainopt.counterfactuals.ensemble_counterfactual` with the inlier constraint of each of
+    `isolation_forests` (the plausibility benchmark of App. B.2 at several contamination levels), one result per
+    entry, in that order, from one problem (other arguments as there).
 
-    The isolation forests must share their trees and differ only in ``offset_``: scikit-learn's
-    ``contamination`` sets ``offset_`` alone (the ``contamination`` percentile of the training scores),
-    so :func:`fit_isolation_forest` with one ``random_state`` and several contaminations gives such forests.
-    Their inlier constraints then differ only in the threshold on the mean path length (a monotone image
-    of ``offset_``). As :func:`ensemble_counterfactuals` does for score thresholds, the first forest is
-    encoded and the program compiled once with that threshold a cvxpy Parameter, and the thresholds are
-    solved from the lowest (the smallest contamination) up, each feasible set inside the previous one:
+    The isolation forests must share their trees and differ only in ``offset_``: scikit-learn's ``contamination``
+    sets ``offset_`` alone (the ``contamination`` percentile of the training scores), so
+    :func:`fit_isolation_forest` with one ``random_state`` and several contaminations gives such forests. Their
+    inlier constraints then differ only in the threshold on the mean path length (a monotone image of ``offset_``).
+    As :func:`~explainopt.counterfactuals.ensemble_counterfactuals` does for score thresholds, the first forest is
+    encoded and the program compiled once with that threshold a cvxpy Parameter, and the thresholds are solved from
+    the lowest (the smallest contamination) up, each feasible set inside the previous one:
 
     * a point proven optimal for a lower threshold that is an inlier of the next forest (its own
       ``predict`` and the encoded mean path length) is optimal there too, within the same MIP gap: it is

@@ -30,10 +30,12 @@ NETWORK_BOUND = True
 #: average) but each master problem grows by a copy of the model per scenario; the total time doubled.
 CUTS = 1
 #: Adverse cells excluded per iteration by default where a cell is one row (l-inf trees,
-#: :meth:`~.master.TreeCopies.exclude_cell`). Measured on 3 rows, HiGHS, l-inf: 1 -> 8 cells per iteration took
-#: diabetes RF5 (rho 0.01) from 10.2 to 4.3 s per region and banknote RF10 (rho 0.05) from 15.8 to 11.5 s.
+#: ``TreeCopies.exclude_cell`` of ``regions.master``). Measured on 3 rows, HiGHS, l-inf: 1 -> 8 cells per
+#: iteration took diabetes RF5 (rho 0.01) from 10.2 to 4.3 s per region and banknote RF10 (rho 0.05) from
+#: 15.8 to 11.5 s.
 CELL_CUTS = 8
-#: How many times an unbounded network domain is widened before giving up (see :func:`robust_region`).
+#: How many times an unbounded network domain is widened before giving up (see
+#: :func:`~explainopt.counterfactuals.robust_region`).
 MAX_WIDENINGS = 4
 
 
@@ -61,41 +63,65 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target=None,
 
     Parameters
     ----------
-    model : a fitted binary classifier of a family in :data:`FAMILIES` (linear, decision tree, forest,
-        gradient boosting, ReLU network).
+    model : a fitted binary classifier of a family robust regions support
+        (linear, decision tree, forest, gradient boosting, ReLU network).
     x0 : the factual instance: an array, a Series or a one-row DataFrame.
     rho, norm : the uncertainty set ``{s : ||s|| <= rho}`` with ``norm`` ``linf`` (box) or ``l2`` (ball).
-    target : the class the region must have, a label of ``model.classes_``; default (None): the class
-        other than the model's prediction at `x0`.
-    lower, upper : the feature domain X (scalars, arrays or Series; None or +-inf: unbounded on that
-        side, the paper's setting; the data's box, e.g. [0, 1] (the default) for min-max scaled data,
-        otherwise); `x0` must lie in it. X : data whose column minima and maxima give the box instead. An unbounded
-        domain is solved exactly: linear models need no box; for trees and ensembles it is closed just
-        beyond every split threshold (:func:`tree_domain`, exact); for networks at ``x0 -+ reach``
-        per feature, and the answer is kept only when its distance is at most ``reach``: every closer
-        point is then inside the box (``||x - x0||_inf <= d(x, x0)`` for the l1, l2 and l-inf
-        objectives), so the box's optimum is the unbounded one; otherwise the loop goes on with the
-        scenarios found so far in a wider box (at most :data:`MAX_WIDENINGS` times): one of half-width
-        the distance found (the region found is robust, so the optimum is at most that far, hence in
-        that box) or, when the box held no robust point, four times wider; past that the region is
-        still certified, and optimal within the box it reports (``domain``). For a network the loop
-        first looks for a robust point (:func:`network_distance_bound`); where one is found, every side
-        of the domain is closed at its distance from x0 instead (exact at once, no widening), and the
-        master problem is bounded by that distance (its l1 ball tightens the neuron bounds).
-        The big-M constants of the encoders come from this box (the authors' code uses the constant
-        100 for networks and 1000 for trees instead).
+    target : a label of ``model.classes_``
+        The class the region must have; default (None): the class other than the model's prediction at
+        `x0`.
+    lower, upper : the feature domain X, a box
+        Scalars, arrays or Series; None or +-inf: unbounded on that side, the paper's setting; the data's box, e.g.
+        [0, 1] (the default) for min-max scaled data, otherwise. `x0` must lie in it. An unbounded domain is solved
+        exactly: linear models need no box; for trees and ensembles it is closed just beyond every split threshold
+        (:func:`~.regions.tree_domain`, exact); for networks at ``x0 -+ reach`` per feature, and the answer is kept
+        only when its distance is at most ``reach``: every closer point is then inside the box (``||x - x0||_inf <=
+        d(x, x0)`` for the l1, l2 and l-inf objectives), so the box's optimum is the unbounded one; otherwise the
+        loop goes on with the scenarios found so far in a wider box (at most
+        :data:`~.regions.algorithm.MAX_WIDENINGS` times): one of half-width the distance found (the region found is
+        robust, so the optimum is at most that far, hence in that box) or, when the box held no robust point, four
+        times wider; past that the region is still certified, and optimal within the box it reports (``domain``).
+        For a network the loop first looks for a robust point (:func:`~.regions.network_distance_bound`); where one
+        is found, every side of the domain is closed at its distance from x0 instead (exact at once, no widening),
+        and the master problem is bounded by that distance (its l1 ball tightens the neuron bounds). The big-M
+        constants of the encoders come from this box (the authors' code uses the constant 100 for networks and 1000
+        for trees instead).
+    X : data whose column minima and maxima give the box
+        Instead of `lower`/`upper`.
     objective : the master problem's distance ``l1`` (the authors' code, always), ``l2`` or ``linf``.
     epsilon : Algorithm 1 stops when the AP value is at most epsilon.
     max_iterations, time_limit : early-stop limits (the paper: 1000 s per instance).
-    margin : how far past the decision threshold each encoded copy must be (MP, eq. 6).
+    margin : how far past the decision threshold each encoded copy must be
+        In the master problem (MP, eq. 6).
     track_radius : compute every master solution's certified radius (Figure 7; not counted in `time`).
     tree_method : for a single decision tree, the AP by per-leaf problems (``auto``/``leaves``) or ``milp``.
     cuts : at most this many violated scenarios join Z per iteration: the AP's worst and further ones
         (decision trees: the deepest point of every other adverse leaf the set meets; ensembles: of
         every other adverse cell met by 256 points sampled from the set with `random_state`); 1 is
-        the paper's Algorithm 1. Default: :data:`CELL_CUTS` where each is one row (l-inf trees),
-        else :data:`CUTS`. Any violated scenario is a valid cut, so the result is the same optimum;
-        only the number of master solves changes (see :data:`CUTS`, :data:`CELL_CUTS`).
+        the paper's Algorithm 1. Default: :data:`~.regions.algorithm.CELL_CUTS` where each is one row
+        (l-inf trees), else :data:`~.regions.algorithm.CUTS`. Any violated scenario is a valid cut, so the
+        result is the same optimum; only the number of master solves changes.
+
+    Returns
+    -------
+    RobustRegion
+        The centre ``x``, ``status`` (``optimal`` when the loop converged; ``detail`` says how it
+        stopped), ``distance`` (in `objective`), ``valid`` (the model's own ``predict`` at ``x``) and
+        ``radius`` (rho, or rho-bar on an early stop).
+
+    Examples
+    --------
+    A depth-2 tree that splits at ``x2 = 0.45``: the l-inf box of radius 0.1 around the answer lies above
+    the split (by the encoders' margin).
+
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> X = np.array([[0.1, 0.2], [0.3, 0.1], [0.8, 0.9], [0.9, 0.7]])
+    >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, [0, 0, 1, 1])
+    >>> region = robust_region(tree, [0.2, 0.2], rho=0.1)
+    >>> region.status, region.detail, region.target, region.valid, round(region.distance, 3)
+    ('optimal', 'converged', 1, True, 0.35)
+    >>> region.x.round(3).tolist(), region.radius
+    ([0.2, 0.55], 0.1)
     """
     family, x0, lower, upper, target = _setup(model, x0, rho=rho, norm=norm, objective=objective, target=target,
                                               lower=lower, upper=upper, X=X, solver=solver, time_limit=time_limit)
@@ -239,7 +265,19 @@ def single_leaf_region(model, x0, *, rho: float, norm: str = "linf", target=None
 
     For axis-aligned splits ``rho * ||a_j||_* = rho`` in both norms, so each leaf's problem is the
     projection of x0 onto the leaf box shrunk by rho (and clipped to the domain); the best leaf wins.
-    The solution is robust but may be farther than Algorithm 1's (Figure 5).
+    The solution is robust but may be farther than Algorithm 1's (Figure 5). Arguments as in
+    :func:`~explainopt.counterfactuals.robust_region`.
+
+    Examples
+    --------
+    On a depth-2 tree the heuristic finds Algorithm 1's region (the target leaf is one box):
+
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> X = np.array([[0.1, 0.2], [0.3, 0.1], [0.8, 0.9], [0.9, 0.7]])
+    >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, [0, 0, 1, 1])
+    >>> region = single_leaf_region(tree, [0.2, 0.2], rho=0.1)
+    >>> region.status, region.valid, round(region.distance, 3), region.x.round(3).tolist()
+    ('optimal', True, 0.35, [0.2, 0.55])
     """
     start = time.perf_counter()
     family, x0, lower, upper, target = _setup(model, x0, rho=rho, norm=norm, objective=objective, target=target,

@@ -48,7 +48,18 @@ def certified_radius(model, x, *, norm: str = "linf", target=None, cap: float = 
                      time_limit: float | None = None) -> float:
     """The largest radius r <= `cap` such that the whole r-ball (norm `norm`) around `x` is predicted
     `target` (a label of ``model.classes_``; None: the class predicted at `x`): the distance from `x` to
-    the other class (the paper's "distance to the border", rho-bar); 0 when `x` is not of that class."""
+    the other class (the paper's "distance to the border", rho-bar); 0 when `x` is not of that class.
+
+    Examples
+    --------
+    A tree that splits at ``x2 = 0.45``: a point at ``x2 = 0.7`` is 0.25 from the other class.
+
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> X = np.array([[0.1, 0.2], [0.3, 0.1], [0.8, 0.9], [0.9, 0.7]])
+    >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, [0, 0, 1, 1])
+    >>> round(certified_radius(tree, [0.5, 0.7]), 3), certified_radius(tree, [0.5, 0.7], target=0)
+    (0.25, 0.0)
+    """
     check_norm(norm)
     family = family_of(model)
     x, index = _point_and_class(model, x, target)
@@ -59,7 +70,24 @@ def certified_radius(model, x, *, norm: str = "linf", target=None, cap: float = 
 def certify_region(model, x, *, rho: float, norm: str = "linf", target=None, n_samples: int = 10_000,
                    epsilon: float = 1e-6, random_state=0, solver=None, time_limit: float | None = None) -> Certificate:
     """Check that every point of ``x + S`` (radius `rho`) is predicted `target` (a label of
-    ``model.classes_``; None: the class predicted at `x`), independently of the loop."""
+    ``model.classes_``; None: the class predicted at `x`), independently of the loop.
+
+    Examples
+    --------
+    The region of :func:`~explainopt.counterfactuals.robust_region` is certified; a box reaching across
+    the tree's split at ``x2 = 0.45`` is not.
+
+    >>> from sklearn.tree import DecisionTreeClassifier
+    >>> from explainopt.counterfactuals import robust_region
+    >>> X = np.array([[0.1, 0.2], [0.3, 0.1], [0.8, 0.9], [0.9, 0.7]])
+    >>> tree = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, [0, 0, 1, 1])
+    >>> region = robust_region(tree, [0.2, 0.2], rho=0.1)
+    >>> certificate = certify_region(tree, region.x, rho=0.1, n_samples=300)
+    >>> certificate.certified, certificate.n_violations
+    (True, 0)
+    >>> certify_region(tree, [0.2, 0.5], rho=0.1, n_samples=300).certified
+    False
+    """
     x, index = _point_and_class(model, x, target)
     centre_valid = bool(model_predict(model, x)[0] == index)
     if rho <= 0:

@@ -30,7 +30,7 @@ class Iteration:
 
 @dataclass
 class RobustRegion(Counterfactual):
-    """Result of :func:`~explainopt.counterfactuals.regions.robust_region` (fields of
+    """Result of :func:`~explainopt.counterfactuals.robust_region` (fields of
     :class:`~explainopt.counterfactuals.base.Counterfactual` first).
 
     x: the region's centre x* (converged: the last master solution; early stop: the master solution
@@ -43,8 +43,8 @@ class RobustRegion(Counterfactual):
     objective's norm; master_time / adversarial_time: the solvers' time on each kind of problem, of
     which compile_time is cvxpy's compilation (the rest is the solvers' own); scenarios: the size of
     the final scenario set Z; domain: the box (lower, upper) the master problem searched (see
-    :func:`~explainopt.counterfactuals.regions.robust_region` for how an unbounded domain becomes one);
-    history: one :class:`Iteration` per pass of the loop.
+    :func:`~explainopt.counterfactuals.robust_region` for how an unbounded domain becomes one);
+    history: one :class:`~explainopt.counterfactuals.regions.Iteration` per pass of the loop.
     """
 
     rho: float = math.nan

@@ -25,7 +25,14 @@ def vector_norm(v, kind: str) -> float:
 def sample_set(n_features: int, *, rho: float, norm: str, n_samples: int, random_state=0) -> np.ndarray:
     """Points of the set ``{s : ||s|| <= rho}``: a third uniform inside, a third on the surface, a third
     at extreme points (box corners; for the ball, the surface again). random_state: a seed or a NumPy
-    Generator (:func:`numpy.random.default_rng`)."""
+    Generator (``numpy.random.default_rng``).
+
+    Examples
+    --------
+    >>> S = sample_set(2, rho=0.1, norm="linf", n_samples=9)
+    >>> S.shape, float(np.abs(S).max())
+    ((9, 2), 0.1)
+    """
     rng = np.random.default_rng(random_state)
     k = n_samples // 3
     if norm == "linf":
