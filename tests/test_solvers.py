@@ -96,6 +96,22 @@ def test_mixed_integer_quadratic_problem_is_solved_by_scip():
     assert res.objective == pytest.approx(0.36 + 0.16 + 0.16)
 
 
+def test_a_scip_search_stopped_by_a_limit_is_not_called_optimal():
+    """cvxpy reports SCIP's limits (time, nodes) with an incumbent as OPTIMAL_INACCURATE: ours is a limit
+    status with the incumbent kept. Before, a robust region's loop took such an adversarial problem for
+    solved and converged on a region its certificate then refuted (chapter 2, book scale)."""
+    rng = np.random.default_rng(0)
+    n = 25
+    A, c = rng.normal(size=(n, n)), 5 * rng.normal(size=n)
+    z = cp.Variable(n, integer=True)
+    problem = cp.Problem(cp.Minimize(cp.sum_squares(A @ z) / n + c @ z), [z >= -10, z <= 10])
+    stopped = solve(problem, solver="scip", options={"scip_params": {"limits/nodes": 1}})
+    assert problem.status == cp.OPTIMAL_INACCURATE and problem.solver_stats.extra_stats["scip_status"] == "nodelimit"
+    assert stopped.status == "time_limit" and stopped.has_solution
+    proven = solve(problem, solver="scip")
+    assert proven.status == "optimal" and proven.objective <= stopped.objective + 1e-9
+
+
 def test_auto_reads_the_environment_like_none(monkeypatch):
     monkeypatch.setenv("EXPLAINOPT_SOLVER", "scip")
     assert choose_solver("milp", "auto") == choose_solver("milp", None) == "scip"

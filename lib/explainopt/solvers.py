@@ -268,6 +268,17 @@ def _highs_info(problem: cp.Problem):
     return info if hasattr(info, "primal_solution_status") else None
 
 
+#: SCIP's statuses of a proven optimum ("gaplimit": within the MIP gap). cvxpy reports a search that a limit
+#: stopped (time, nodes, solutions, memory) as OPTIMAL_INACCURATE too when SCIP holds an incumbent.
+SCIP_PROVEN = ("optimal", "gaplimit")
+
+
+def _stopped_by_limit(problem: cp.Problem) -> bool:
+    """Did SCIP stop before proving its point optimal? (cvxpy keeps SCIP's own status in its extra statistics.)"""
+    extra = getattr(problem.solver_stats, "extra_stats", None)
+    return isinstance(extra, dict) and extra.get("scip_status", "optimal") not in SCIP_PROVEN
+
+
 def _has_incumbent(problem: cp.Problem) -> bool:
     """After a limit: do the variables hold a feasible point? (HiGHS returns junk values without one.)"""
     info = _highs_info(problem)
@@ -366,6 +377,8 @@ def _solve_with(problem, name, kind, *, time_limit, mip_gap, threads, bounded, v
         return SolveResult(ERROR, None, name, elapsed, message=str(exc))
     elapsed = time.perf_counter() - start
     status = _STATUS.get(problem.status, ERROR)
+    if status == OPTIMAL and name == "scip" and _stopped_by_limit(problem):
+        status = TIME_LIMIT  # an incumbent, not a proven optimum
     if problem.status == cp.settings.INFEASIBLE_OR_UNBOUNDED:
         status = INFEASIBLE if bounded else ERROR
     if status == TIME_LIMIT and not _has_incumbent(problem):
