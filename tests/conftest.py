@@ -42,6 +42,7 @@ def smoke_html():
     chapters.mkdir(parents=True, exist_ok=True)
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "_static", root / "_static", dirs_exist_ok=True)  # the book's CSS
     for page in (ROOT / "book").glob("*.*"):
         shutil.copy(page, root / "book" / page.name)
     for notebook in book.chapter_notebooks():
