@@ -268,8 +268,8 @@ def _highs_info(problem: cp.Problem):
     return info if hasattr(info, "primal_solution_status") else None
 
 
-#: SCIP's statuses of a proven optimum ("gaplimit": within the MIP gap). cvxpy reports a search that a limit
-#: stopped (time, nodes, solutions, memory) as OPTIMAL_INACCURATE too when SCIP holds an incumbent.
+#: SCIP's statuses of a proven optimum, the second one meaning within the MIP gap. cvxpy reports a search that
+#: a limit stopped (time, nodes) as OPTIMAL_INACCURATE too when SCIP holds an incumbent.
 SCIP_PROVEN = ("optimal", "gaplimit")
 
 
