@@ -41,6 +41,33 @@ def test_relu_layer_needs_no_binary_for_stable_neurons():
     assert sigma is None
 
 
+@pytest.mark.parametrize("sense", [1.0, -1.0])
+def test_relu_rows_give_the_relu_in_cvxpy_and_in_a_matrix_milp_alike(sense):
+    # one formulation, two emitters: h's lowest and highest feasible value is relu(W v + b) in both
+    rng = np.random.default_rng(3)
+    W, b = rng.normal(size=(8, 3)), rng.normal(size=8)
+    lower, upper = propagate_bounds([(W, b), (np.ones((1, 8)), np.zeros(1))], -np.ones(3), np.ones(3))[0]
+    for v in rng.uniform(-1, 1, size=(5, 3)):
+        expected = np.maximum(W @ v + b, 0)
+        h, cons, _ = relu_layer(W @ v + b, lower, upper)
+        assert solvers.solve(cp.Problem(cp.Minimize(sense * cp.sum(h)), cons)).status == "optimal"
+        np.testing.assert_allclose(h.value, expected, atol=1e-7)
+        milp = solvers.MatrixMILP(bounded=True)
+        inputs = milp.add_columns(3, lower=v, upper=v)
+        cols = networks.relu_rows(lower, upper).to_matrix(milp, inputs, W, b)
+        total = milp.add_columns(1, lower=-np.inf, cost=sense)
+        milp.add_row(np.r_[total, cols], np.r_[1.0, -np.ones(len(cols))], lower=0.0, upper=0.0)  # total = sum(h)
+        result = milp.solve(solver="highs")
+        assert result.status == "optimal"
+        np.testing.assert_allclose(result.values[cols], expected, atol=1e-7)
+
+
+def test_relu_rows_of_a_layer_always_off_are_bounds_alone():
+    rows = networks.relu_rows(np.array([-2.0, -1.0]), np.array([-0.5, 0.0]))
+    assert rows.Z.shape[0] == 0 and rows.S.shape[1] == 0
+    np.testing.assert_array_equal(rows.h_upper, [0.0, 0.0])
+
+
 def test_interval_layer_bounds_contain_every_shifted_network_at_the_point(mlp):
     X, model = mlp
     inn = IntervalNetwork(model, delta=0.05)

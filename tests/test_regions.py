@@ -49,8 +49,8 @@ def test_gradient_boosting_boxes_carry_the_init_offset_of_the_encoders():
     y[:250] = 1  # unbalanced classes: a clearly non-zero init log-odds
     model = GradientBoostingClassifier(n_estimators=3, max_depth=2, learning_rate=1.0, random_state=0).fit(X, y)
     boxes = R.tree_boxes(model)
-    assert boxes.constant == pytest.approx(encoders.gradient_boosting_offset(model)) and boxes.constant != 0
-    assert (boxes.threshold, boxes.inclusive) == (0.0, True)
+    assert boxes.ensemble.constant == pytest.approx(encoders.gradient_boosting_offset(model)) and boxes.ensemble.constant != 0
+    assert (boxes.ensemble.threshold, boxes.ensemble.inclusive) == (0.0, True)
 
 
 @pytest.mark.parametrize("norm", R.NORMS)

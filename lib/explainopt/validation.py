@@ -430,16 +430,19 @@ def counterfactual_inputs(model, x0, *, target=None, lower=None, upper=None, X=N
     return Inputs(family, x0, target_index(model, target, x0), lo, hi)
 
 
-def require_class_one(checked: Inputs, method: str) -> None:
-    """Refuse a target other than class index 1 for a method written for class 1 only (the favourable
-    class of its paper): a ValueError saying so, never the factual returned as its own counterfactual."""
+def class_one_factual(model, x0, *, method: str, **inputs) -> np.ndarray:
+    """The factual checked by :func:`counterfactual_inputs` (with `inputs`) for a method written for class 1
+    only (the favourable class of its paper, named `method` in errors): a target other than class index 1
+    is refused with a ValueError saying so, never the factual returned as its own counterfactual."""
+    checked = counterfactual_inputs(model, x0, **inputs)
     if checked.target != 1:
         raise ValueError(f"{method} searches counterfactuals of class 1 (the second of the model's classes, the "
                          "favourable one of its paper); here the target is class 0 (x0 is predicted as class 1, "
                          "or target asked for class 0)")
+    return checked.x0
 
 
 __all__ = ["Inputs", "STATUSES", "STATUS_OF", "SOLVER_CHOICES", "check_bound", "check_factual", "check_matrix",
            "check_model", "check_positive", "check_seed", "check_solver", "check_spec", "check_vector", "classes",
-           "counterfactual_inputs", "domain", "feature_names", "n_features", "require_class_one", "status_of",
+           "counterfactual_inputs", "domain", "feature_names", "n_features", "class_one_factual", "status_of",
            "target_index", "target_label"]

@@ -595,18 +595,20 @@ def claim_iterations_complexity(checks: dict) -> Claim:
 
 def claim_l2_slower(checks: dict) -> Claim:
     """Ball uncertainty takes longer than box uncertainty in most matched configurations."""
-    share = checks["l2_slower"]
-    return CLAIMS.claim("02-l2-slower", ours=f"l2 slower in {_share_text(share)} of {checks['l2_pairs']} matched configurations",
-                 holds=None if missing(share) else share > 0.5, evidence=checks["l2_pairs"], minimum=MIN_MATCHED,
-                 why=f"needs at least {MIN_MATCHED} configurations computed at both norms")
+    return _matched_claim("02-l2-slower", checks["l2_slower"], checks["l2_pairs"], "l2 slower", "at both norms")
 
 
 def claim_small_rho_faster(checks: dict) -> Claim:
     """rho = 0.01 is faster than rho = 0.05 in most matched configurations."""
-    share = checks["small_rho_faster"]
-    return CLAIMS.claim("02-small-rho-faster", ours=f"faster in {_share_text(share)} of {checks['rho_pairs']} matched configurations",
-                 holds=None if missing(share) else share > 0.5, evidence=checks["rho_pairs"], minimum=MIN_MATCHED,
-                 why=f"needs at least {MIN_MATCHED} configurations computed at both radii")
+    return _matched_claim("02-small-rho-faster", checks["small_rho_faster"], checks["rho_pairs"], "faster",
+                          "at both radii")
+
+
+def _matched_claim(claim_id: str, share: float, pairs: int, what: str, matched: str) -> Claim:
+    """A claim that holds where `what` is true in more than half of the `pairs` matched configurations."""
+    return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share)} of {pairs} matched configurations",
+                        holds=None if missing(share) else share > 0.5, evidence=pairs, minimum=MIN_MATCHED,
+                        why=f"needs at least {MIN_MATCHED} configurations computed {matched}")
 
 
 def _percent(frame: pd.DataFrame, column: str) -> float:

@@ -9,7 +9,8 @@
 The table's gradient baselines, Wachter et al. and the ROAR-style recourse, need torch and live in
 :mod:`.gradient_baselines`; these two need none. Each returns a :class:`~.base.Counterfactual` (x None when none was
 found). Both search class 1 (the favourable class of the papers) for a network on inputs in [0, 1]: `x0`
-must lie there, and a factual already of class 1 is refused (:func:`class_one_factual`).
+must lie there, and a factual already of class 1 is refused
+(:func:`~explainopt.validation.class_one_factual`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..encoders import delta_robust, model_output, model_predict
-from ..validation import (check_matrix, check_positive, check_seed, counterfactual_inputs, require_class_one,
-                          target_label)
+from ..validation import check_matrix, check_positive, check_seed, class_one_factual, target_label
 from .base import Counterfactual, contract
 from .nearest import nearest_counterfactual
 
@@ -34,16 +34,6 @@ class MilpRResult(Counterfactual):
 
     eps: float | None = None
     robust: bool = False
-
-
-def class_one_factual(model, x0, target, method, **solver_options) -> np.ndarray:
-    """The checked factual of a class-1 method (named `method` in errors) on a network with inputs in
-    [0, 1]: a ValueError when the model already predicts class 1 at it
-    (:func:`~explainopt.validation.require_class_one`)."""
-    checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0), families=("network",),
-                                    **solver_options)
-    require_class_one(checked, method)
-    return checked.x0
 
 
 def milp_r(model, x0, *, delta: float, target=None, eps0: float = 0.02, step: float = 0.2, max_steps: int = 25,
@@ -64,7 +54,8 @@ def milp_r(model, x0, *, delta: float, target=None, eps0: float = 0.02, step: fl
         raise ValueError(f"max_steps must be at least 1, got {max_steps!r}")
     check_positive(delta, "delta", strict=False)
     start = time.perf_counter()
-    x0 = class_one_factual(model, x0, target, "MILP-R", solver=solver, time_limit=time_limit)
+    x0 = class_one_factual(model, x0, method="MILP-R", target=target, default=(0.0, 1.0), families=("network",),
+                           solver=solver, time_limit=time_limit)
     last = None
     for s in range(max_steps):  # every step solves the same model (only eps moves): one solver names them all
         eps = eps0 + s * step
@@ -111,7 +102,8 @@ def robx(model, x0, X_train, *, target=None, sigma: float = 0.1, K: int = 1000, 
     """
     start = time.perf_counter()
     check_seed(random_state)
-    x0 = class_one_factual(model, x0, target, "RobX", solver=solver)
+    x0 = class_one_factual(model, x0, method="RobX", target=target, default=(0.0, 1.0), families=("network",),
+                           solver=solver)
     X_train = check_matrix(X_train, "X_train", x0.size)
     nearest = None
     if base is None:
@@ -144,4 +136,4 @@ def robx(model, x0, X_train, *, target=None, sigma: float = 0.1, K: int = 1000, 
     return found(target, "training_point")
 
 
-__all__ = ["MilpRResult", "class_one_factual", "milp_r", "robx", "stability"]
+__all__ = ["MilpRResult", "milp_r", "robx", "stability"]

@@ -11,7 +11,7 @@ Table 1 (Jiang et al. 2023) for ReLU networks on inputs in [0, 1]. They need tor
 
 Both run the gradient core of :mod:`.gradient` and name its optimiser, :data:`~.gradient.GRADIENT_SOLVER`
 (``adam``), as their solver; both search class 1 from a factual of class 0
-(:func:`~.baselines.class_one_factual`).
+(:func:`~explainopt.validation.class_one_factual`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,8 @@ import torch
 
 from ..encoders import model_output, torch_network
 from ..encoders.networks import is_torch_sequential
-from ..validation import check_positive
+from ..validation import check_positive, class_one_factual
 from .base import Counterfactual, contract
-from .baselines import class_one_factual
 from .gradient import GRADIENT_SOLVER, growing, multiplier_rounds
 
 
@@ -37,7 +36,8 @@ def _gradient_ce(model, x0, robust_shift: float, *, target, lam: float, lam_grow
     torch ``nn.Sequential`` (its own float64 copy is differentiated) or another network
     (:func:`~explainopt.encoders.torch_network`)."""
     start = time.perf_counter()
-    x0 = class_one_factual(model, x0, target, "the gradient counterfactual")
+    x0 = class_one_factual(model, x0, method="the gradient counterfactual", target=target, default=(0.0, 1.0),
+                           families=("network",))
     net = copy.deepcopy(model).double() if is_torch_sequential(model) else torch_network(model)
     for p in net.parameters():
         p.requires_grad_(False)

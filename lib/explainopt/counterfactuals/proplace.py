@@ -51,7 +51,7 @@ from sklearn.neighbors import KDTree
 from .. import solvers
 from ..encoders import IntervalNetwork, delta_robust, interval_lower, model_predict, network_layers
 from ..encoders.networks import encode_layers, forward, lp_bounds, network_bounds, relu_layer, segment_points
-from ..validation import check_matrix, counterfactual_inputs, require_class_one
+from ..validation import check_matrix, class_one_factual
 from .base import Counterfactual, contract
 from .costs import LofScorer, l1, l1_distance
 
@@ -424,10 +424,8 @@ def proplace(model, x0, vertices, *, delta: float, target=None, margin: float = 
     ('optimal', True, True)
     """
     start = time.perf_counter()
-    checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0), solver=solver,
-                                    time_limit=time_limit, families=("network",))
-    require_class_one(checked, "proplace")
-    x0 = checked.x0
+    x0 = class_one_factual(model, x0, method="proplace", target=target, default=(0.0, 1.0), solver=solver,
+                           time_limit=time_limit, families=("network",))
     V = check_matrix(vertices, "vertices", x0.size)
     models, active = [network_layers(model)], [0]
     result = ProplaceResult(None, "max_iter", 0.0, "")
@@ -477,7 +475,7 @@ def proplace(model, x0, vertices, *, delta: float, target=None, margin: float = 
         result.worst_case = wc.output
     result.solver, result.fallback_from = _solvers_of(solves)
     result.time = time.perf_counter() - start
-    return contract(result, model, x0, checked.target)
+    return contract(result, model, x0, 1)
 
 
 # ------------------------------------------------------------------------------------ metrics

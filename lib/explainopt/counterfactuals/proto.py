@@ -32,7 +32,7 @@ import numpy as np
 from sklearn.neighbors import KDTree
 
 from ..encoders import interval_lower, model_predict, network_layers
-from ..validation import check_matrix, check_positive, counterfactual_inputs, require_class_one
+from ..validation import check_matrix, check_positive, class_one_factual
 from .base import Counterfactual, contract
 
 SOLVER = "ista"  # the method's own proximal gradient optimiser
@@ -136,10 +136,8 @@ def proto_r(model, x0, X_train, *, delta: float, target=None, k: int = 20, c: fl
     """
     start = time.perf_counter()
     check_positive(delta, "delta", strict=False)
-    checked = counterfactual_inputs(model, x0, target=target, lower=options.get("lower", 0.0),
-                                    upper=options.get("upper", 1.0), families=("network",))
-    require_class_one(checked, "Proto-R")
-    x0 = checked.x0
+    x0 = class_one_factual(model, x0, method="Proto-R", target=target, lower=options.get("lower", 0.0),
+                           upper=options.get("upper", 1.0), families=("network",))
     X_train = check_matrix(X_train, "X_train", x0.size)
     proto = prototype(model, x0, X_train, k=k)
     best, best_bound, best_run = None, -np.inf, None

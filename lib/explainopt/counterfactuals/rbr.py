@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from ..encoders import model_predict
-from ..validation import check_matrix, check_seed, counterfactual_inputs, require_class_one
+from ..validation import check_matrix, check_seed, class_one_factual
 from .base import Counterfactual, contract
 
 SOLVER = "pgd"  # projected gradient descent
@@ -92,17 +92,26 @@ def _project_positive_l2(w, radius: float) -> np.ndarray:
     return w * (radius / np.maximum(radius, np.linalg.norm(w, axis=-1)))[:, None]
 
 
-def _inner(c, grad_and_loss, radius: float) -> np.ndarray:
-    """Projected gradient on the (mean, width) perturbations of every sample at once (module docstring, 3)."""
-    w = np.zeros((len(c), 2))
-    best, stable = np.inf, 0
-    for _ in range(1000):
-        loss, grad = grad_and_loss(w)
-        w = _project_positive_l2(w - STEP * grad, radius)
+def _descend(v, loss_and_grad, project, *, steps: int, stop=None):
+    """Projected gradient descent from `v` with step STEP: at most `steps` steps, ending early where
+    ``stop(v)`` holds or the loss has not fallen by more than 1e-10 for PATIENCE steps (the authors' rule).
+    Returns (v, the last loss computed, the number of losses computed)."""
+    best, stable, loss, t = np.inf, 0, np.nan, -1
+    for t in range(steps):
+        loss, grad = loss_and_grad(v)
+        if stop is not None and stop(v):
+            break
+        v = project(v - STEP * grad)
         stable = stable + 1 if best - loss <= 1e-10 else 0
         if stable >= PATIENCE:
             break
         best = min(best, loss)
+    return v, loss, t + 1
+
+
+def _inner(c, grad_and_loss, radius: float) -> np.ndarray:
+    """Projected gradient on the (mean, width) perturbations of every sample at once (module docstring, 3)."""
+    w, _, _ = _descend(np.zeros((len(c), 2)), grad_and_loss, lambda w: _project_positive_l2(w, radius), steps=1000)
     return w
 
 
@@ -167,9 +176,7 @@ def rbr(model, x0, X_train, *, target=None, delta_plus: float = 1.0, sigma: floa
     notebooks' ``check_random_state(10)``); `target`: None or class 1 (a factual of class 1 is refused)."""
     start = time.perf_counter()
     check_seed(random_state)
-    checked = counterfactual_inputs(model, x0, target=target, box="none")
-    require_class_one(checked, "RBR")
-    x0 = checked.x0
+    x0 = class_one_factual(model, x0, method="RBR", target=target, box="none")
     X_train = check_matrix(X_train, "X_train", x0.size)
     x_b = boundary_point(model, x0, X_train, n_candidates=n_candidates)
     S = ball_samples(x_b, radius=perturb_radius, n=n_samples, random_state=random_state)
@@ -179,19 +186,12 @@ def rbr(model, x0, X_train, *, target=None, delta_plus: float = 1.0, sigma: floa
         raise ValueError(f"the {n_samples} samples around the boundary point all have one label; "
                          "widen perturb_radius")
     budget = float(np.abs(x0 - x_b).sum()) + delta_plus
-    x, best, stable, t = x_b.copy(), np.inf, 0, 0
-    for t in range(max_iter):
-        F, grad = worst_case_odds(x, S0, S1, sigma=sigma, eps_op=eps_op, eps_pe=eps_pe)
-        if np.abs(x - x0).sum() >= budget:
-            break
-        x = project_l1(x - STEP * grad, x0, budget)
-        stable = stable + 1 if best - F <= 1e-10 else 0
-        if stable >= PATIENCE:
-            break
-        best = min(best, F)
+    x, F, iterations = _descend(x_b.copy(), lambda x: worst_case_odds(x, S0, S1, sigma=sigma, eps_op=eps_op, eps_pe=eps_pe),
+                                lambda x: project_l1(x, x0, budget), steps=max_iter,
+                                stop=lambda x: np.abs(x - x0).sum() >= budget)
     valid = bool(model_predict(model, x[None])[0] == 1)
     return contract(RbrResult(x, "valid" if valid else "not_valid", time.perf_counter() - start, SOLVER,
-                              budget=budget, objective=F, iterations=t + 1), model, x0, 1)
+                              budget=budget, objective=F, iterations=iterations), model, x0, 1)
 
 
 __all__ = ["RbrResult", "SOLVER", "ball_samples", "boundary_point", "project_l1", "rbr", "worst_case_odds"]

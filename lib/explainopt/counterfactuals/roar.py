@@ -32,7 +32,7 @@ import torch
 from sklearn.linear_model import LogisticRegression
 
 from ..encoders import model_predict
-from ..validation import check_matrix, check_positive, check_seed, counterfactual_inputs, require_class_one
+from ..validation import check_matrix, check_positive, check_seed, class_one_factual
 from .base import Counterfactual, contract
 from .gradient import GRADIENT_SOLVER, descend, multiplier_rounds
 
@@ -144,9 +144,7 @@ def roar(model, x0, X_train, *, delta_max: float, target=None, lambdas=LAMBDAS, 
     start = time.perf_counter()
     check_seed(random_state)
     check_positive(delta_max, "delta_max", strict=False)
-    checked = counterfactual_inputs(model, x0, target=target, default=(0.0, 1.0))
-    require_class_one(checked, "ROAR")
-    x0 = checked.x0
+    x0 = class_one_factual(model, x0, method="ROAR", target=target, default=(0.0, 1.0))
     X_train = check_matrix(X_train, "X_train", x0.size)
     surrogate = lime_surrogate(model, x0, X_train, n_samples=n_samples, random_state=random_state)
     found = multiplier_rounds(lambda lam: roar_loss(surrogate, x0, delta_max=delta_max, lam=lam),

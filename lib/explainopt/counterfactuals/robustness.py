@@ -35,10 +35,11 @@ import numpy as np
 
 from .. import solvers
 from ..encoders import interval_lower, model_predict
-from ..validation import target_label
+from ..validation import check_positive, target_label
 from .ensembles import ValidityEstimate, binomial_interval, robustness_threshold
 from .proplace import worst_case_model
-from .regions import NORMS, adversarial_problem, certified_radius
+from .regions import adversarial_problem, certified_radius
+from .regions.sets import check_norm
 
 __all__ = ["DeltaRadius", "input_radius", "largest_delta", "retrained_validity", "score_margin"]
 
@@ -75,10 +76,8 @@ def input_radius(model, x, *, norm: str = "linf", target: int = 1, cap: float = 
     tree: leaf boxes; ensembles and ReLU networks: a MILP); ``bisection`` bisects on the exact adversarial
     problem (to `tol`, returning a radius that passed). NaN when a solver stops without an answer.
     """
-    if norm not in NORMS:
-        raise ValueError(f"norm={norm!r}: expected one of {NORMS}")
-    if not cap > 0:
-        raise ValueError(f"cap must be positive, got {cap!r}")
+    check_norm(norm)
+    check_positive(cap, "cap")
     x = _point(x)
     if method == "direct":
         return certified_radius(model, x, norm=norm, target=target_label(model, target), cap=cap, solver=solver,

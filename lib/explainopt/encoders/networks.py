@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import hashlib
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
@@ -191,46 +192,78 @@ def neuron_states(lower, upper) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return np.flatnonzero(upper <= 0), np.flatnonzero(lower >= 0), np.flatnonzero((lower < 0) & (upper > 0))
 
 
+@dataclass(frozen=True)
+class ReluRows:
+    """The big-M formulation of ``h = max(z, 0)`` for one layer, written once for every consumer: rows
+    ``row_lower <= Z z + H h + S sigma <= row_upper`` over the pre-activations z, the activations
+    ``0 <= h <= h_upper`` and one binary sigma per unstable neuron (:func:`relu_rows`).
+    :meth:`to_cvxpy` emits them as cvxpy constraints on an expression z, :meth:`to_matrix` as rows of a
+    :class:`explainopt.solvers.MatrixMILP` with ``z = W v + b`` substituted."""
+
+    Z: sp.csr_matrix
+    H: sp.csr_matrix
+    S: sp.csr_matrix
+    row_lower: np.ndarray
+    row_upper: np.ndarray
+    h_upper: np.ndarray
+
+    def to_cvxpy(self, z, *, name: str = ""):
+        """Returns (h, constraints, sigma); sigma is None where no neuron is unstable."""
+        n, k = self.H.shape[1], self.S.shape[1]
+        h = cp.Variable(n, bounds=[np.zeros(n), self.h_upper], name=f"h{name}")
+        sigma = cp.Variable(k, boolean=True, name=f"sigma{name}") if k else None
+        rows = self.Z @ z + self.H @ h + (self.S @ sigma if k else 0)
+        equal = self.row_lower == self.row_upper
+        above, below = ~equal & np.isfinite(self.row_lower), ~equal & np.isfinite(self.row_upper)
+        cons = [rows[i] == self.row_lower[i] for i in [np.flatnonzero(equal)] if i.size]
+        cons += [rows[i] >= self.row_lower[i] for i in [np.flatnonzero(above)] if i.size]
+        cons += [rows[i] <= self.row_upper[i] for i in [np.flatnonzero(below)] if i.size]
+        return h, cons, sigma
+
+    def to_matrix(self, milp, inputs, W, b) -> np.ndarray:
+        """Writes the rows into `milp` for ``z = W v + b``, ``v`` its columns `inputs`; returns the columns of h."""
+        h = milp.add_columns(self.H.shape[1], upper=self.h_upper)
+        sigma = milp.add_columns(self.S.shape[1], upper=1.0, integer=True)
+        A = sp.hstack([sp.csr_matrix(self.Z @ W), self.H, self.S], format="csr")
+        shift, cols = self.Z @ b, np.r_[inputs, h, sigma]
+        for i in range(A.shape[0]):
+            entries = slice(A.indptr[i], A.indptr[i + 1])
+            milp.add_row(cols[A.indices[entries]], A.data[entries],
+                         lower=self.row_lower[i] - shift[i], upper=self.row_upper[i] - shift[i])
+        return h
+
+
+def relu_rows(lower, upper) -> ReluRows:
+    """The big-M rows of ``h = max(z, 0)`` given bounds ``lower <= z <= upper`` of the pre-activations:
+    ``0 <= h <= max(upper, 0)`` (so an always-off neuron is ``h = 0`` with no row); an always-on neuron
+    ``h = z``; an unstable neuron, with its binary sigma, ``h >= z``, ``h <= z - lower (1 - sigma)`` and
+    ``h <= upper sigma``."""
+    l, u = np.asarray(lower, float), np.asarray(upper, float)
+    _, on, unstable = neuron_states(l, u)
+    n, k = len(l), len(unstable)
+    j = np.arange(k)
+    first = len(on) + 3 * j  # the unstable neurons' three rows follow the always-on ones
+    n_rows = len(on) + 3 * k
+
+    def block(rows, cols, values, width):
+        return sp.csr_matrix((np.broadcast_to(values, rows.shape), (rows, cols)), shape=(n_rows, width))
+
+    r_on = np.arange(len(on))
+    Z = block(np.r_[r_on, first, first + 1], np.r_[on, unstable, unstable], -1.0, n)
+    H = block(np.r_[r_on, first, first + 1, first + 2], np.r_[on, unstable, unstable, unstable], 1.0, n)
+    S = block(np.r_[first + 1, first + 2], np.r_[j, j], np.r_[-l[unstable], -u[unstable]], k)
+    row_lower, row_upper = np.zeros(n_rows), np.zeros(n_rows)
+    row_upper[first] = np.inf
+    row_lower[first + 1], row_upper[first + 1] = -np.inf, -l[unstable]
+    row_lower[first + 2] = -np.inf
+    return ReluRows(Z, H, S, row_lower, row_upper, np.maximum(u, 0.0))
+
+
 def relu_layer(z, lower, upper, *, name: str = ""):
-    """Activations ``h = max(z, 0)`` of one layer as big-M constraints, given bounds ``lower <= z <= upper``
-    of the pre-activations `z` (a cvxpy expression). Returns (h, constraints, sigma): one binary of
-    `sigma` per unstable neuron (None without any); always-off and always-on neurons need none."""
-    l, u = np.asarray(lower, float), np.asarray(upper, float)
-    h = cp.Variable(z.shape[0], nonneg=True, name=f"h{name}")
-    off, on, unstable = neuron_states(l, u)
-    cons = []
-    if off.size:
-        cons.append(h[off] == 0)
-    if on.size:
-        cons.append(h[on] == z[on])
-    sigma = None
-    if unstable.size:
-        sigma = cp.Variable(unstable.size, boolean=True, name=f"sigma{name}")
-        zu, lu, uu = z[unstable], l[unstable], u[unstable]
-        cons += [h[unstable] >= zu, h[unstable] <= zu - cp.multiply(lu, 1 - sigma), h[unstable] <= cp.multiply(uu, sigma)]
-    return h, cons, sigma
-
-
-def relu_rows(milp, inputs, W, b, lower, upper) -> np.ndarray:
-    """The big-M rows of :func:`relu_layer` written into `milp` (a :class:`explainopt.solvers.MatrixMILP`)
-    for ``h = max(z, 0)`` with ``z = W v + b``, ``v`` the columns `inputs`: new columns
-    ``0 <= h <= max(upper, 0)``; always-off neurons ``h <= 0``, always-on ``h = z``; per unstable neuron a
-    binary ``sigma`` and, neuron by neuron, ``h >= z``, ``h <= z - lower (1 - sigma)``, ``h <= upper sigma``.
-    Returns the columns of h."""
-    l, u = np.asarray(lower, float), np.asarray(upper, float)
-    off, on, unstable = neuron_states(l, u)
-    h = milp.add_columns(len(b), upper=np.maximum(u, 0.0))
-    for r in off:
-        milp.add_row([h[r]], 1.0, upper=0.0)
-    for r in on:  # h = W v + b
-        milp.add_row(np.r_[h[r], inputs], np.r_[1.0, -W[r]], lower=b[r], upper=b[r])
-    if len(unstable):
-        sigma = milp.add_columns(len(unstable), upper=1.0, integer=True)
-        for r, g in zip(unstable, sigma):
-            milp.add_row(np.r_[h[r], inputs], np.r_[1.0, -W[r]], lower=b[r])  # h >= z
-            milp.add_row(np.r_[h[r], inputs, g], np.r_[1.0, -W[r], -l[r]], upper=b[r] - l[r])  # h <= z - l(1-g)
-            milp.add_row([h[r], g], [1.0, -u[r]], upper=0.0)  # h <= u g
-    return h
+    """Activations ``h = max(z, 0)`` of one layer as big-M constraints (:func:`relu_rows`), given bounds
+    ``lower <= z <= upper`` of the pre-activations `z` (a cvxpy expression). Returns (h, constraints,
+    sigma): one binary of `sigma` per unstable neuron (None without any)."""
+    return relu_rows(lower, upper).to_cvxpy(z, name=name)
 
 
 def _intersect(a, b):

@@ -155,8 +155,16 @@ class TreeEnsemble:
     def output(self, X) -> np.ndarray:
         """The model's output at the rows of `X`, computed from the trees (equal to the model's own)."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        total = sum(tree.leaf_value[tree.apply(X)] for tree in self.trees)
+        return self.from_leaf_sum(sum(tree.leaf_value[tree.apply(X)] for tree in self.trees))
+
+    def from_leaf_sum(self, total):
+        """The output given the sum over the trees of their leaves' values (numbers or a cvxpy expression)."""
         return self.constant + self.scale * total
+
+    def positive(self, output) -> np.ndarray:
+        """Whether outputs mean class 1 (inlier): ``output > threshold`` (``>=`` when ``inclusive``)."""
+        output = np.asarray(output, dtype=float)
+        return output >= self.threshold if self.inclusive else output > self.threshold
 
 
 @dataclass

@@ -138,12 +138,13 @@ def adverse_cell(boxes: TreeBoxes, y, center, *, reach: float, alpha_max: float,
     if len(li):
         big_m = lo_all[li, fi] - (center[fi] - reach) + alpha_max
         cons.append(lo_all[li, fi] - y[fi] + alpha <= cp.multiply(big_m, 1 - z[li]))
-    score = boxes.constant + boxes.scale * (np.asarray(values) @ z)
-    positive_strict = not boxes.inclusive  # class 1 iff score > thr (strict) or >= thr (inclusive)
+    ens = boxes.ensemble
+    score = ens.from_leaf_sum(np.asarray(values) @ z)
+    positive_strict = not ens.inclusive  # class 1 iff score > thr (strict) or >= thr (inclusive)
     if target == 1:  # adverse = class 0
-        cons.append(score <= boxes.threshold - (0.0 if positive_strict else score_margin))
+        cons.append(score <= ens.threshold - (0.0 if positive_strict else score_margin))
     else:
-        cons.append(score >= boxes.threshold + (score_margin if positive_strict else 0.0))
+        cons.append(score >= ens.threshold + (score_margin if positive_strict else 0.0))
     return cons, {"z": z}
 
 
@@ -188,7 +189,7 @@ def adverse_cells(boxes: TreeBoxes, x_star, *, rho, norm, target, rng, n_samples
         cell_lo, cell_hi = np.maximum(cell_lo, lo[leaf]), np.minimum(cell_hi, hi[leaf])
         score += v[leaf]
         leaves.append(leaf)
-    bad = boxes.adverse(boxes.constant + boxes.scale * score, target)
+    bad = boxes.adverse(boxes.ensemble.from_leaf_sum(score), target)
     if not bad.any():
         return []
     _, first = np.unique(np.stack(leaves, axis=1)[bad], axis=0, return_index=True)

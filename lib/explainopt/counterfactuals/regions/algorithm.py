@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from ... import solvers
-from ...validation import counterfactual_inputs
+from ...validation import check_positive, counterfactual_inputs
 from ..base import contract
 from .families import FAMILIES, FAMILY, Family, radius_of
 from .master import MasterProblem, PersistentMaster
@@ -46,8 +46,7 @@ def _setup(model, x0, *, rho, norm, objective, target, lower, upper, X=None, sol
     check_norm(norm)
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r}: expected one of {OBJECTIVES}")
-    if not rho > 0:
-        raise ValueError(f"rho must be positive, got {rho!r}")
+    check_positive(rho, "rho")
     checked = counterfactual_inputs(model, x0, target=target, lower=None if X is not None else lower,
                                     upper=None if X is not None else upper, X=X, box="optional", solver=solver,
                                     time_limit=time_limit, families=FAMILIES)

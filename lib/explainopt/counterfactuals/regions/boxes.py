@@ -9,28 +9,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...encoders import Tree, tree_ensemble
+from ...encoders import Tree, TreeEnsemble, tree_ensemble
 
 
 @dataclass
 class TreeBoxes:
     """Every tree of a model as leaf boxes: leaf ``i`` is ``{x : lo_i < x <= hi_i}`` (sklearn: left iff
-    ``x <= t``), with value ``v_i``; the model's score is ``constant + scale * sum_trees v_leaf(x)`` and
-    the model predicts class 1 iff score > threshold (``>=`` when ``inclusive``), as
-    :class:`explainopt.encoders.TreeEnsemble` reads it."""
+    ``x <= t``), with value ``v_i``; the model's score and class are those of `ensemble`
+    (:class:`explainopt.encoders.TreeEnsemble`: ``constant + scale * sum_trees v_leaf(x)``, class 1 iff
+    above its threshold)."""
 
     lo: list[np.ndarray]
     hi: list[np.ndarray]
     value: list[np.ndarray]
-    constant: float
-    scale: float
-    threshold: float
-    inclusive: bool
+    ensemble: TreeEnsemble
 
     def adverse(self, score, target: int) -> np.ndarray:
         """Whether a score means the class other than `target`."""
-        score = np.asarray(score, dtype=float)
-        positive = score >= self.threshold if self.inclusive else score > self.threshold
+        positive = self.ensemble.positive(score)
         return positive if target == 0 else ~positive
 
     def score(self, X) -> np.ndarray:
@@ -40,11 +36,11 @@ class TreeBoxes:
         for lo, hi, v in zip(self.lo, self.hi, self.value):
             inside = np.all((X[:, None, :] > lo[None]) & (X[:, None, :] <= hi[None]), axis=2)
             total += inside.astype(float) @ v
-        return self.constant + self.scale * total
+        return self.ensemble.from_leaf_sum(total)
 
     def adverse_leaves(self, target: int) -> np.ndarray:
         """For a single decision tree: which of its leaves predict the class other than `target`."""
-        return self.adverse(self.constant + self.scale * self.value[0], target)
+        return self.adverse(self.ensemble.from_leaf_sum(self.value[0]), target)
 
 
 def _leaf_boxes(tree: Tree, n_features: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -70,9 +66,7 @@ def tree_boxes(model) -> TreeBoxes:
     """The leaf boxes of a decision tree or tree ensemble, read by :func:`explainopt.encoders.tree_ensemble`."""
     ensemble = tree_ensemble(model)
     parts = [_leaf_boxes(tree, int(model.n_features_in_)) for tree in ensemble.trees]
-    return TreeBoxes([p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts],
-                     constant=ensemble.constant, scale=ensemble.scale, threshold=ensemble.threshold,
-                     inclusive=ensemble.inclusive)
+    return TreeBoxes([p[0] for p in parts], [p[1] for p in parts], [p[2] for p in parts], ensemble)
 
 
 def leaf_depths(x, lo, hi, *, rho, norm) -> np.ndarray:

@@ -7,7 +7,7 @@ copies ``x + s``, s in the scenario set Z, are all of the target class.
   iterations (:class:`explainopt.solvers.MatrixMILP`: a scenario adds columns and rows, nothing is rebuilt
   or recompiled); its copies of the model are written by :class:`TreeCopies` (Mišić's split rows of
   :func:`explainopt.encoders.trees.split_rows`, in the space of x) or :class:`NetworkCopies` (the ReLU
-  big-M rows of :func:`explainopt.encoders.networks.relu_rows`);
+  big-M rows of :func:`explainopt.encoders.networks.relu_rows`, the encoder's own);
 * :func:`linear_region`: a linear model needs no loop: one convex problem with the robust constraint
   of eq. (69).
 """
@@ -247,7 +247,7 @@ class NetworkCopies:
         for k, (W, b) in enumerate(self.layers[:-1]):
             l, u = bounds[k]
             b = b + W @ shift
-            prev, shift = relu_rows(master.m, prev, W, b, l, u), np.zeros(len(b))
+            prev, shift = relu_rows(l, u).to_matrix(master.m, prev, W, b), np.zeros(len(b))
         W, b = self.layers[-1]
         master.predicts(prev, W[0], float(b[0] + W[0] @ shift), 0.0, False)
 
@@ -280,7 +280,7 @@ def adverse_core(boxes: TreeBoxes, point, target: int) -> tuple[np.ndarray, np.n
     keep = np.ones(len(leaves), dtype=bool)
     for t in range(len(leaves)):
         keep[t] = False
-        bound = boxes.constant + boxes.scale * np.where(keep, chosen, worst).sum()
+        bound = boxes.ensemble.from_leaf_sum(np.where(keep, chosen, worst).sum())
         if not boxes.adverse(bound, target):
             keep[t] = True
     cell_lo, cell_hi = np.full(len(point), -np.inf), np.full(len(point), np.inf)
