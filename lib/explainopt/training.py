@@ -1,4 +1,5 @@
-"""Training of small ReLU networks that gives the same weights, bit for bit, on any CPU.
+"""The chapters' model trainers: small ReLU networks that come out the same, bit for bit, on any CPU, and
+the random forest of chapters 5 and 6 (:func:`train_forest`).
 
 Mini-batch Adam on a long run is chaotic: a round-off difference in one gradient grows, step by step,
 into another network. Torch and BLAS sum their products in an order set by the CPU's vector width
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from sklearn.ensemble import RandomForestClassifier
 
 #: ln 2 split so that k * LN2_HI is exact for |k| < 2**20 (Cody & Waite): 32 significant bits, then the rest.
 LN2_HI, LN2_LO = 0.6931471803691238, 1.9082149292705877e-10
@@ -140,5 +142,13 @@ def network_logits(layers, X) -> np.ndarray:
     return _forward(layers, np.atleast_2d(np.asarray(X, dtype=float)))[0][-1][:, 0]
 
 
+def train_forest(X, y, *, n_estimators: int = 100, max_depth: int = 4, random_state: int = 0) -> RandomForestClassifier:
+    """The random forest of Forel et al.'s protocol (chapter 5, reused by chapter 6): scikit-learn's
+    defaults with ``max_features="sqrt"``, one thread."""
+    model = RandomForestClassifier(n_estimators=n_estimators, max_depth=max_depth, max_features="sqrt",
+                                   random_state=random_state, n_jobs=1)
+    return model.fit(np.asarray(X, dtype=float), np.asarray(y))
+
+
 __all__ = ["exact_exp", "exact_sigmoid", "fixed_matmul", "fixed_sum", "initial_layers", "network_logits",
-           "train_relu_network"]
+           "train_forest", "train_relu_network"]

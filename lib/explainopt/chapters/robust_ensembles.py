@@ -4,7 +4,7 @@ The protocol of the paper's experiments and of the authors' code, around the alg
 :mod:`explainopt.counterfactuals.ensembles`:
 
 * **Data and forests.** :func:`make_simulation` splits ``n_factuals`` factuals off a dataset
-  (``train_test_split(test_size=n_factuals, random_state=sim)``), trains T0 (:func:`train_forest`:
+  (``train_test_split(test_size=n_factuals, random_state=sim)``), trains T0 (:func:`~explainopt.training.train_forest`:
   100 trees, depth 4, ``max_features="sqrt"``, ``random_state=sim``) on the other rows, and T1 on the
   same rows with ``random_state=40 + sim`` (the authors' ``nbSim + sim`` with their 40 simulations).
 * **Cells.** :func:`simulate` runs one simulation (every method of :func:`method_grid` for every
@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.inspection import permutation_importance
 from sklearn.model_selection import train_test_split
 
@@ -43,6 +42,7 @@ from ..counterfactuals.ensembles import (
 from ..datasets import ENSEMBLE_DATASETS, load_dataset
 from ..experiments import run_grid
 from ..reporting import Claim, every, missing
+from ..training import train_forest
 from ..verdicts import ClaimBook
 from . import paper_table
 
@@ -109,13 +109,6 @@ class Simulation:
     retrained: object
     spec: list
     feature_names: list
-
-
-def train_forest(X, y, *, n_estimators: int = 100, max_depth: int = 4, random_state: int = 0):
-    """Random forest of the protocol: scikit-learn defaults, ``max_features="sqrt"``."""
-    model = RandomForestClassifier(n_estimators=n_estimators, max_depth=max_depth, max_features="sqrt",
-                                   random_state=random_state, n_jobs=1)
-    return model.fit(np.asarray(X, dtype=float), np.asarray(y))
 
 
 def make_simulation(dataset, *, sim: int, n_factuals: int = 5, n_estimators: int = 100, max_depth: int = 4,

@@ -38,7 +38,6 @@ import warnings
 import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
-from sklearn.ensemble import RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
@@ -53,6 +52,7 @@ from ..datasets import load_dataset
 from ..encoders import model_predict, torch_network
 from ..featurespace import box_spec
 from ..reporting import Claim
+from ..training import train_forest
 from ..verdicts import ClaimBook, all_of_at_least
 from . import paper_table, solver_key
 from .model_shifts import DELTAS as PROPLACE_DELTAS
@@ -126,13 +126,6 @@ def train_network(X, y, *, width: int, random_state: int):
     return torch_network(mlp)
 
 
-def train_forest(X, y, *, n_trees: int, depth: int, random_state: int):
-    """Random forest as in chapter 5 (``max_features="sqrt"``), with `n_trees` trees of depth `depth`."""
-    forest = RandomForestClassifier(n_estimators=n_trees, max_depth=depth, max_features="sqrt",
-                                    random_state=random_state, n_jobs=1)
-    return forest.fit(np.asarray(X, float), np.asarray(y, int))
-
-
 @functools.cache
 def prepare(dataset: str, *, n_train: int, width: int, n_trees: int, depth: int, n_retrained: int,
             seed: int = 0) -> dict:
@@ -146,10 +139,10 @@ def prepare(dataset: str, *, n_train: int, width: int, n_trees: int, depth: int,
     X_train, y_train = X[train], y[train]
     started = time.perf_counter()
     models = {"network": train_network(X_train, y_train, width=width, random_state=seed),
-              "forest": train_forest(X_train, y_train, n_trees=n_trees, depth=depth, random_state=seed)}
+              "forest": train_forest(X_train, y_train, n_estimators=n_trees, max_depth=depth, random_state=seed)}
     retrained = {"network": [train_network(X_train, y_train, width=width, random_state=seed + k)
                              for k in range(1, n_retrained + 1)],
-                 "forest": [train_forest(X_train, y_train, n_trees=n_trees, depth=depth, random_state=seed + k)
+                 "forest": [train_forest(X_train, y_train, n_estimators=n_trees, max_depth=depth, random_state=seed + k)
                             for k in range(1, n_retrained + 1)]}
     X_held = X[held_out]
     negative = np.ones(len(X_held), bool)
