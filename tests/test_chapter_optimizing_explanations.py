@@ -246,9 +246,10 @@ def test_claim_tie_aware_decreases_explains_ties_from_the_tie_report():
     assert verdict(CH.claim_tie_aware_decreases(EMPTY, EMPTY)) == R.NOT_RUN
 
 
-def profile_row(faithful, flat, *, metric="average_sensitivity", pointwise=False):
+def profile_row(faithful, flat, *, metric="average_sensitivity", pointwise=False, inside=1.0):
     return pd.DataFrame([{"metric": metric, "pointwise": pointwise, "faithful share": faithful,
-                          "flat share": flat, "faithful x-ranges": "[2.1, 3.4]"}])
+                          "flat share": flat, "faithful x-ranges": "[2.1, 3.4]",
+                          "faithful in the paper's intervals": inside}])
 
 
 def test_claim_figure2_is_partly_when_the_faithful_region_is_narrower_than_the_papers():
@@ -257,6 +258,8 @@ def test_claim_figure2_is_partly_when_the_faithful_region_is_narrower_than_the_p
     assert narrow.verdict == R.PARTLY and "40% of the points" in narrow.why and "within 10%" in narrow.why
     assert verdict(CH.claim_figure2(profile_row(0.05, 0.65))) == R.DIFFERS
     assert verdict(CH.claim_figure2(profile_row(0.4, 0.1))) == R.DIFFERS
+    elsewhere = CH.claim_figure2(profile_row(0.4, 0.5, inside=0.5))  # faithful, but not where the paper is
+    assert elsewhere.verdict == R.DIFFERS and "50% of them in the paper's intervals" in elsewhere.ours
     assert verdict(CH.claim_figure2(profile_row(0.4, 0.5, pointwise=True))) == R.NOT_RUN
     assert verdict(CH.claim_figure2(profile_row(np.nan, 0.5))) == R.NOT_RUN
     assert verdict(CH.claim_figure2(EMPTY)) == R.NOT_RUN

@@ -108,7 +108,7 @@ CH2 = {
 # --------------------------------------------------------------------------- chapter 3
 
 KNAPSACK = {"objective": (C3.knapsack_objective_claim, dict(objective=(1.0, 0.3)), dict(objective=(1.0, 0.6))),
-            "feasibility": (C3.knapsack_feasibility_claim, dict(feasibility=(1.0, 0.01)), dict(feasibility=(1.0, 0.1))),
+            "feasibility": (C3.knapsack_feasibility_claim, dict(feasibility=(1.0, 0.005)), dict(feasibility=(1.0, 0.02))),
             "accuracy": (C3.knapsack_accuracy_claim, dict(accuracy=(1.0, 1.2)), dict(accuracy=(1.0, 1.3))),
             "stability": (C3.knapsack_stability_claim, dict(fsi=(3.0, 3.3)), dict(fsi=(3.0, 2.0))),
             "std": (C3.knapsack_std_claim, dict(std=(0.2, 0.25)), dict(nstd=(1.0, 2.0)))}

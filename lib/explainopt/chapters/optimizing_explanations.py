@@ -527,10 +527,15 @@ def figure2_results(results: Sequence[ExplanationResult]) -> list[ExplanationRes
     return select(results, **FIGURE2)
 
 
+def in_paper_intervals(x) -> np.ndarray:
+    """Whether each x lies in one of the x-intervals where the paper sees E follow ∇f in Figure 2."""
+    x = np.asarray(x, float)
+    return np.any([(x >= a) & (x <= b) for a, b in FIGURE2_FAITHFUL], axis=0)
+
+
 def paper_faithful_share() -> float:
     """Share of the Figure 2 grid's points inside the x-intervals where the paper sees E follow ∇f."""
-    x = grid(FIGURE2["dimension"])[:, 0]
-    return float(np.mean(np.any([(x >= a) & (x <= b) for a, b in FIGURE2_FAITHFUL], axis=0)))
+    return float(np.mean(in_paper_intervals(grid(FIGURE2["dimension"])[:, 0])))
 
 
 #: E follows ∇f at a point when ‖E_n − ∇f_n‖ ≤ FAITHFUL_RTOL · ‖∇f_n‖: what a reader of Figure 2 sees as the
@@ -545,7 +550,8 @@ def local_profile(result: ExplanationResult, *, tol: float = 1e-3, rtol: float =
     each of :data:`SENSITIVITY_RTOLS`); ``flat share`` = share of points whose explanation equals that of a
     grid neighbour up to ``tol · sqrt(b)`` with the per-point budget ``b = η / N``; ``max δ_n / b`` with
     ``δ_n = ‖E_n − ∇f_n‖²`` (≤ 1 under the pointwise constraint; far above 1 means the budget is
-    concentrated). Faithful x-ranges are listed for D = 1.
+    concentrated). Faithful x-ranges are listed for D = 1, with the share of the faithful points that lie in
+    Figure 2's faithful intervals (:func:`in_paper_intervals`).
     """
     if not result.has_solution:
         raise ValueError(f"{result.function} D={result.dimension} u={result.radius} {result.metric} has no solution")
@@ -563,6 +569,8 @@ def local_profile(result: ExplanationResult, *, tol: float = 1e-3, rtol: float =
            "flat share": float(flat.mean()), "max δ_n / (η/N)": float(np.max(gap ** 2 / budget))}
     if result.dimension == 1:
         out["faithful x-ranges"] = _runs(result.X[:, 0], faithful)
+        inside = in_paper_intervals(result.X[faithful, 0])
+        out["faithful in the paper's intervals"] = float(np.mean(inside)) if faithful.any() else np.nan
     return out
 
 
@@ -617,8 +625,9 @@ ON_CONSTRAINT_RTOL = 1e-4
 #: The functions for which the paper reports agreement below 0.5 at D = 4.
 LOW_AGREEMENT_FUNCTIONS = ("x^3", "sin x^3")
 #: Figure 2's reading: "faithful in some regions" = at least this share of points follows ∇f, "flat
-#: elsewhere" = at least this share equals a neighbour; "partly" below this fraction of the paper's share.
-FAITHFUL_MIN, FLAT_MIN, FAITHFUL_PARTLY = 0.1, 0.3, 0.9
+#: elsewhere" = at least this share equals a neighbour; "partly" below this fraction of the paper's share;
+#: the regions are the paper's when at least FAITHFUL_INSIDE of the faithful points lie in its intervals.
+FAITHFUL_MIN, FLAT_MIN, FAITHFUL_PARTLY, FAITHFUL_INSIDE = 0.1, 0.3, 0.9, 0.9
 #: "Disagreement concentrates on steep or oscillatory functions": Spearman ρ (roughness vs agreement) at most
 #: this is *reproduced*, between it and 0 *partly*; checked only with at least ROUGH_MIN_FUNCTIONS functions.
 ROUGH_RHO, ROUGH_MIN_FUNCTIONS = -0.5, 4
@@ -681,14 +690,16 @@ def claim_agreement_decreases(strict: pd.DataFrame) -> reporting.Claim:
 
 def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
     """In Figure 2's setting, average sensitivity under the global constraint follows ∇f at some points
-    (FAITHFUL_MIN) and is flat at others (FLAT_MIN); *partly* when its faithful points are fewer than
+    (FAITHFUL_MIN) and is flat at others (FLAT_MIN), and the points it follows lie where the paper's do
+    (FAITHFUL_INSIDE of them in the paper's intervals); *partly* when its faithful points are fewer than
     FAITHFUL_PARTLY of those in the paper's faithful intervals."""
     fields = {"function": pretty(FIGURE2["function"]), "dimension": FIGURE2["dimension"], "radius": FIGURE2["radius"]}
     row = profile[(profile["metric"] == "average_sensitivity") & ~profile["pointwise"]] if len(profile) else profile
     if not len(row) or reporting.missing(row["faithful share"].iloc[0], row["flat share"].iloc[0]):
         return CLAIMS.claim("01-figure2", fields=fields, ours="n/a", holds=None)
     faithful, flat = row["faithful share"].iloc[0], row["flat share"].iloc[0]
-    holds = bool(faithful >= FAITHFUL_MIN and flat >= FLAT_MIN)
+    inside = row["faithful in the paper's intervals"].iloc[0]
+    holds = bool(faithful >= FAITHFUL_MIN and flat >= FLAT_MIN and inside >= FAITHFUL_INSIDE)
     paper_share = paper_faithful_share()
     partly = holds and faithful < FAITHFUL_PARTLY * paper_share
     intervals = " ∪ ".join(f"[{a:g}, {b:g}]" for a, b in FIGURE2_FAITHFUL).replace("-", "−")
@@ -697,14 +708,16 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
         why = (f"{rule}: fewer faithful points than the paper's intervals hold ({paper_share:.0%} of the points lie "
                f"in {intervals})")
     elif not holds:
-        why = f"{rule}; the check asks for at least {FAITHFUL_MIN:.0%} faithful and {FLAT_MIN:.0%} flat points"
+        why = (f"{rule}; the check asks for at least {FAITHFUL_MIN:.0%} faithful and {FLAT_MIN:.0%} flat points, "
+               f"{FAITHFUL_INSIDE:.0%} of the faithful ones in {intervals}")
     else:
         why = f"{rule}; the paper's intervals {intervals} hold {paper_share:.0%} of the points"
     sensitivity = ", ".join(f"{row[f'faithful share at {r:.0%}'].iloc[0]:.0%} within {r:.0%}"
                             for r in SENSITIVITY_RTOLS if f"faithful share at {r:.0%}" in row)
     return CLAIMS.claim("01-figure2", fields=fields, holds=holds, partly=partly, why=why,
                            ours=f"faithful on {row['faithful x-ranges'].iloc[0]} ({faithful:.0%} of points"
-                                + (f"; {sensitivity}" if sensitivity else "") + f"), flat at {flat:.0%}")
+                                + (f"; {sensitivity}" if sensitivity else "") + f"; {inside:.0%} of them in the "
+                                f"paper's intervals), flat at {flat:.0%}")
 
 
 def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> reporting.Claim:
