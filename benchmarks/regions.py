@@ -3,6 +3,7 @@
     python benchmarks/regions.py --quick                       # a few minutes
     python benchmarks/regions.py --configs DT5:0.05 RF5:0.05 RF10:0.05 NN50:0.01 --instances 10
     python benchmarks/regions.py --datasets banknote diabetes --norms linf l2 --rhos 0.01 0.05 --models DT5 RF5
+    python benchmarks/regions.py --datasets diabetes --norms linf --configs RF50:0.01 GBM50:0.01 --cell-copies on
     PYTHONPATH=lib:/path/to/pyomo python benchmarks/regions.py --quick --authors /tmp/robust-CE
 
 For every (dataset, model, norm, rho) and solver (HiGHS, Gurobi) it runs ``robust_region`` on the
@@ -70,6 +71,8 @@ def run_ours(cell: dict, name: str, args) -> dict:
     model = fitted_model(cell["dataset"], cell["model"])
     bounds = DOMAINS[args.domain]
     options = {} if args.cuts is None else {"cuts": args.cuts}  # None: the library's default
+    if args.cell_copies is not None:
+        options["cell_copies"] = args.cell_copies == "on"
     rows = []
     for i in range(args.instances):
         region = robust_region(model, X[i], rho=cell["rho"], norm=cell["norm"], lower=bounds[0], upper=bounds[1],
@@ -162,6 +165,8 @@ def main():
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="unbounded")
     parser.add_argument("--cuts", type=int, help="scenarios added per iteration (1: the paper's; default: "
                         "the library's, also for a library version without the option)")
+    parser.add_argument("--cell-copies", choices=["on", "off"], help="with l-inf trees, also add each iteration's "
+                        "worst scenario as a copy of the model beside its cell row (default: the library's)")
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--authors", help="a checkout of the authors' robust-CE code (with pyomo importable)")
     parser.add_argument("--json", help="write the rows here as JSON")

@@ -276,13 +276,15 @@ RECORDED = {
 RECORDED_MODELS = {"DT4": TREE_MODELS[0], "RF5": TREE_MODELS[1]}
 
 
+@pytest.mark.parametrize("cell_copies", [False, True])
 @pytest.mark.parametrize("cuts", [1, 4])
 @pytest.mark.parametrize("key", list(RECORDED), ids=lambda k: "-".join(k))
-def test_the_optimum_on_fixed_instances_is_the_recorded_one(key, cuts):
+def test_the_optimum_on_fixed_instances_is_the_recorded_one(key, cuts, cell_copies):
     X, y = _data()
     model = RECORDED_MODELS[key[0]].fit(X, y)
     for x0, before in zip(X, RECORDED[key]):
-        region = R.robust_region(model, x0, rho=0.05, norm=key[1], cuts=cuts, time_limit=120)
+        region = R.robust_region(model, x0, rho=0.05, norm=key[1], cuts=cuts, cell_copies=cell_copies,
+                                 time_limit=120)
         assert region.converged and region.distance == pytest.approx(before, abs=2e-6)
         assert region.scenarios >= region.iterations
         assert all(h.master_compile_time == 0 for h in region.history)  # persistent: no modelling layer

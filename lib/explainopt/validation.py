@@ -170,10 +170,7 @@ def check_vector(value, name: str, n: int | None, *, names=None, finite: bool = 
                 raise ValueError(f"{name} does not have the model's features: missing {missing}, unexpected {extra}")
             value = value.set_axis(labels)[list(names)]
         value = value.to_numpy()
-    try:
-        out = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be numeric; got {value!r}") from None
+    out = _numeric(value, name)
     if out.ndim == 2 and 1 in out.shape:
         out = out.ravel()
     if out.ndim != 1 or (n is not None and out.size != n):
@@ -197,15 +194,20 @@ def check_factual(x0, model=None, n: int | None = None) -> np.ndarray:
     return check_vector(x0, "x0", n)
 
 
+def _numeric(value, name: str) -> np.ndarray:
+    """`value` as a float array; a ValueError naming `name` when it is not numeric."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be numeric; got {type(value).__name__} {value!r:.80}") from None
+
+
 def check_bound(value, name: str, n: int, *, names=None) -> np.ndarray:
     """A bound (scalar, array or Series; +-inf allowed, NaN not) as a vector of `n` entries."""
     if value is None:
         raise ValueError(f"{name} is None")
     if np.ndim(value) == 0 and not hasattr(value, "index"):
-        try:
-            value = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be numeric; got {value!r}") from None
+        value = float(_numeric(value, name))
         if np.isnan(value):
             raise ValueError(f"{name} is NaN")
         return np.full(n, value)
@@ -269,10 +271,7 @@ def check_matrix(X, name: str, n: int | None, *, names=None) -> np.ndarray:
         if missing:
             raise ValueError(f"{name} lacks the model's features {missing}")
         X = X.set_axis(labels, axis=1)[list(names)]
-    try:
-        out = np.asarray(X, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be numeric") from None
+    out = _numeric(X, name)
     if out.ndim != 2 or (n is not None and out.shape[1] != n) or not len(out):
         raise ValueError(f"{name} must be a non-empty matrix of {n} columns, got shape {out.shape}")
     if not np.isfinite(out).all():

@@ -34,6 +34,10 @@ CUTS = 1
 #: iteration took diabetes RF5 (rho 0.01) from 10.2 to 4.3 s per region and banknote RF10 (rho 0.05) from
 #: 15.8 to 11.5 s.
 CELL_CUTS = 8
+#: Whether, where a cut is one row (l-inf trees), the AP's worst scenario of each iteration also joins the
+#: master as a whole copy of the model beside its cell row (the chapter-2 master lever; see
+#: ``benchmarks/regions.py --cell-copies``).
+CELL_COPIES = False
 #: How many times an unbounded network domain is widened before giving up (see
 #: :func:`~explainopt.counterfactuals.robust_region`).
 MAX_WIDENINGS = 4
@@ -57,7 +61,7 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target=None,
                   lower=0.0, upper=1.0, X=None, objective: str = "l1", epsilon: float = 1e-6,
                   max_iterations: int = 200, time_limit: float = 1000.0, solver=None, margin: float = 1e-4,
                   track_radius: bool = False, tree_method: str = "auto", cuts: int | None = None,
-                  reach: float = 1.0, random_state=0) -> RobustRegion:
+                  cell_copies: bool | None = None, reach: float = 1.0, random_state=0) -> RobustRegion:
     """Algorithm 1: the closest x to `x0` whose whole `rho`-ball (`norm`) is predicted `target`.
 
     Parameters
@@ -100,6 +104,9 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target=None,
         the paper's Algorithm 1. Default: :data:`~.regions.algorithm.CELL_CUTS` where each is one row
         (l-inf trees), else :data:`~.regions.algorithm.CUTS`. Any violated scenario is a valid cut, so the
         result is the same optimum; only the number of master solves changes.
+    cell_copies : where cuts are rows (l-inf trees), also add the AP's worst scenario of each iteration as a
+        copy of the model (a tighter master, a larger one); default
+        :data:`~.regions.algorithm.CELL_COPIES`. The same optimum either way.
 
     Returns
     -------
@@ -133,7 +140,8 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target=None,
         raise ValueError(f"reach must be positive, got {reach!r}")
     loop = _Loop(model, family, x0, rho=rho, norm=norm, target=target, objective=objective, epsilon=epsilon,
                  solver=solver, margin=margin, cuts=cuts, random_state=random_state,
-                 method="milp" if tree_method == "milp" else "auto")
+                 method="milp" if tree_method == "milp" else "auto",
+                 cell_copies=CELL_COPIES if cell_copies is None else bool(cell_copies))
     start = time.perf_counter()
     bounded = bool(np.isfinite(lower).all() and np.isfinite(upper).all())
     if loop.bounds_distance:
@@ -158,10 +166,11 @@ class _Loop:
     """Algorithm 1's state across domains (the scenario set Z, the history, the solvers used)."""
 
     def __init__(self, model, family: Family, x0, *, rho, norm, target, objective, epsilon, solver, margin, cuts,
-                 random_state, method):
+                 random_state, method, cell_copies=False):
         self.model, self.family, self.boxes, self.x0 = model, family, family.boxes(model), x0
         self.rho, self.norm, self.target, self.objective, self.epsilon = rho, norm, target, objective, epsilon
         self.solver, self.margin, self.cuts, self.method = solver, margin, cuts, method
+        self.cell_copies = cell_copies
         self.rng = np.random.default_rng(random_state)
         self.scenarios = [np.zeros(len(x0))]  # Z = {0}
         self.history: list[Iteration] = []
@@ -173,7 +182,8 @@ class _Loop:
     def run(self, lower, upper, *, start, time_limit, max_iterations) -> str:
         """Algorithm 1 on the domain box [lower, upper] from the current Z; returns the status."""
         master = self._master(lower, upper)
-        cuts = self.cuts or (CELL_CUTS if getattr(master, "cells", None) is not None else CUTS)
+        rows = getattr(master, "cells", None) is not None  # a cut is one row
+        cuts = self.cuts or (CELL_CUTS if rows else CUTS)
         for s in self.scenarios:
             master.add(s)
         while len(self.history) < max_iterations:
@@ -208,6 +218,8 @@ class _Loop:
                 master.add(s, x_star)
                 self.scenarios.append(np.asarray(s, dtype=float))
                 step.added += 1
+            if rows and self.cell_copies:
+                master.add(ap.scenario)  # without x_star: a copy of the model at x + s
         return "iteration_limit"
 
     def _tighten(self, master, x_star, lower, upper) -> None:
