@@ -3,7 +3,7 @@
     python benchmarks/regions.py --quick                       # a few minutes
     python benchmarks/regions.py --configs DT5:0.05 RF5:0.05 RF10:0.05 NN50:0.01 --instances 10
     python benchmarks/regions.py --datasets banknote diabetes --norms linf l2 --rhos 0.01 0.05 --models DT5 RF5
-    python benchmarks/regions.py --datasets diabetes --norms linf --configs RF50:0.01 GBM50:0.01 --cell-copies on
+    python benchmarks/regions.py --datasets diabetes --norms linf --configs RF50:0.01 GBM50:0.01 --cell-copies off on
     PYTHONPATH=lib:/path/to/pyomo python benchmarks/regions.py --quick --authors /tmp/robust-CE
 
 For every (dataset, model, norm, rho) and solver (HiGHS, Gurobi) it runs ``robust_region`` on the
@@ -36,7 +36,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -65,16 +64,17 @@ def configurations(args) -> list[dict]:
 SOLVER_ARGUMENT = {"highs": None}
 
 
-def run_ours(cell: dict, name: str, args) -> dict:
+def run_ours(cell: dict, name: str, args, instances, cell_copies=None) -> list[dict]:
+    """Our robust regions of `cell` on the rows `instances`, each certified again."""
     X, _ = paper_data(cell["dataset"])
     solver = SOLVER_ARGUMENT.get(name, name)
     model = fitted_model(cell["dataset"], cell["model"])
     bounds = DOMAINS[args.domain]
     options = {} if args.cuts is None else {"cuts": args.cuts}  # None: the library's default
-    if args.cell_copies is not None:
-        options["cell_copies"] = args.cell_copies == "on"
+    if cell_copies is not None:
+        options["cell_copies"] = cell_copies == "on"
     rows = []
-    for i in range(args.instances):
+    for i in instances:
         region = robust_region(model, X[i], rho=cell["rho"], norm=cell["norm"], lower=bounds[0], upper=bounds[1],
                                solver=solver, time_limit=args.time_limit, **options)
         if region.x is not None:
@@ -91,6 +91,11 @@ def run_ours(cell: dict, name: str, args) -> dict:
                          ap_solve=region.adversarial_time - (compile_time - mp_compile),
                          converged=region.converged, fallback=region.fallback_from is not None,
                          distance=region.distance))
+    return rows
+
+
+def summary(rows: list[dict]) -> dict:
+    """Mean times and counts over the rows of one cell, with every distance."""
     frame = pd.DataFrame(rows)
     out = {k: float(frame[k].mean()) for k in ("time", "iterations", "scenarios", "master_compile", "master_solve",
                                                 "ap_compile", "ap_solve")}
@@ -129,7 +134,12 @@ def run_authors(cell: dict, args, workdir: Path) -> dict:
                 distances=frame["distance"].round(5).tolist())
 
 
-def add_before(rows: list, lib: str, solver_names: list) -> None:
+def timed(row: dict) -> list[str]:
+    """The solver variants of our own timed in `row` (``highs``, ``highs[copies on]``, ...)."""
+    return [k[:-len("_time")] for k in row if k.endswith("_time") and not k.startswith(("authors", "before"))]
+
+
+def add_before(rows: list, lib: str) -> None:
     """Run this script's cells on the library under `lib` (a fresh interpreter, without --authors) and
     add its mean times and the before/after ratios to `rows`."""
     argv, given = [], iter(sys.argv[1:])
@@ -145,10 +155,9 @@ def add_before(rows: list, lib: str, solver_names: list) -> None:
                        stdout=subprocess.DEVNULL)
         before = json.loads(out.read_text())
     for row, old in zip(rows, before):
-        for name in solver_names:
-            if f"{name}_time" in old:
-                row[f"before_{name}_time"] = old[f"{name}_time"]
-                row[f"before/after {name}"] = old[f"{name}_time"] / max(row[f"{name}_time"], 1e-9)
+        for key in set(timed(old)) & set(timed(row)):
+            row[f"before_{key}_time"] = old[f"{key}_time"]
+            row[f"before/after {key}"] = old[f"{key}_time"] / max(row[f"{key}_time"], 1e-9)
 
 
 def main():
@@ -165,8 +174,9 @@ def main():
     parser.add_argument("--domain", choices=sorted(DOMAINS), default="unbounded")
     parser.add_argument("--cuts", type=int, help="scenarios added per iteration (1: the paper's; default: "
                         "the library's, also for a library version without the option)")
-    parser.add_argument("--cell-copies", choices=["on", "off"], help="with l-inf trees, also add each iteration's "
-                        "worst scenario as a copy of the model beside its cell row (default: the library's)")
+    parser.add_argument("--cell-copies", nargs="+", choices=["on", "off"], help="with l-inf trees, also add each "
+                        "iteration's worst scenario as a copy of the model beside its cell row (default: the "
+                        "library's); both: the two run side by side, row by row")
     parser.add_argument("--time-limit", type=float, default=300.0)
     parser.add_argument("--authors", help="a checkout of the authors' robust-CE code (with pyomo importable)")
     parser.add_argument("--json", help="write the rows here as JSON")
@@ -185,21 +195,25 @@ def main():
         try:
             for cell in configurations(args):
                 row = dict(cell)
-                for name in solver_names:
-                    started = time.perf_counter()
-                    ours = run_ours(cell, name, args)
-                    row.update({f"{name}_{k}": v for k, v in ours.items()})
-                    print(f"{cell} {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+                variants = [(name, mode) for name in solver_names for mode in args.cell_copies or [None]]
+                found = {v: [] for v in variants}
+                for i in range(args.instances):  # the variants interleaved row by row: alike machine load
+                    for name, mode in variants:
+                        found[name, mode] += run_ours(cell, name, args, [i], mode)
+                for (name, mode), rows_of in found.items():
+                    key = name if mode is None else f"{name}[copies {mode}]"
+                    row.update({f"{key}_{k}": v for k, v in summary(rows_of).items()})
+                    print(f"{cell} {key}: {row[f'{key}_time']:.1f} s per region", file=sys.stderr, flush=True)
                 if args.authors:
                     theirs = run_authors(cell, args, workdir)
                     row.update({f"authors_{k}": v for k, v in theirs.items()})
-                    for name in solver_names:
-                        row[f"authors/{name}"] = theirs["time"] / max(row[f"{name}_time"], 1e-9)
+                    for key in timed(row):
+                        row[f"authors/{key}"] = theirs["time"] / max(row[f"{key}_time"], 1e-9)
                 rows.append(row)
         finally:
             os.chdir(here)
     if args.before:
-        add_before(rows, args.before, solver_names)
+        add_before(rows, args.before)
     frame = pd.DataFrame(rows)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
