@@ -274,6 +274,33 @@ def test_knapsack_claims(claim, good, bad):
     assert verdict(judge(claim, *three)) == NOT_RUN                                      # a type is missing
 
 
+@pytest.mark.parametrize("claim, bad", [
+    (CH.knapsack_objective_claim, dict(objective=(1.0, 0.6))),
+    (CH.knapsack_feasibility_claim, dict(feasibility=(1.0, 0.02))),
+    (CH.knapsack_accuracy_claim, dict(accuracy=(1.0, 1.3))),
+    (CH.knapsack_stability_claim, dict(fsi=(3.0, 2.0))),
+    (CH.knapsack_std_claim, dict(nstd=(1.0, 2.0))),
+    (CH.scatter_claim, dict(objective=(1.0, 3.0))),                 # CLEMO more incoherent than LR
+])
+def test_a_type_that_fails_on_the_runs_the_rule_asks_decides_a_claim_on_every_type(claim, bad):
+    # as 03-convergence (one failed size decides): a claim on every type is false once one type fails on
+    # the matched runs the rule asks for, whatever a type without data would show
+    three = [frame[frame["kind"].isin(KINDS[:3])] for frame in frames(**bad)]
+    decided = judge(claim, *three)
+    assert decided.verdict == DIFFERS and decided.explanation.startswith("Genuine finding")
+    # a failure on fewer matched runs (or resamples) than the rule asks decides nothing
+    few = [frame[frame["kind"].isin(KINDS[:3])] for frame in frames(resamples=5, **bad)]
+    assert verdict(judge(claim, *few)) == NOT_RUN
+
+
+def test_a_failed_type_decides_whether_slsqp_reached_the_optimum():
+    slsqp = knapsack_runs(method=CH.SLSQP, loss=(None, 5.0))
+    convex = knapsack_runs(method=CH.CONVEX, loss=(None, 4.0))
+    runs = pd.concat([slsqp, convex[convex["method"] == CH.CONVEX]])
+    assert verdict(CH.slsqp_optimum_claim(runs[runs["kind"].isin(KINDS[:3])])) == DIFFERS        # 25 % above
+    assert verdict(CH.slsqp_optimum_claim(runs[runs["kind"].isin(KINDS[:3])].assign(total_loss=4.0))) == NOT_RUN
+
+
 def test_a_gain_in_accuracy_is_not_the_papers_roughly_20_percent_cost():
     gain = judge(CH.knapsack_accuracy_claim, *frames(accuracy=(1.0, 0.9)))
     assert gain.verdict == DIFFERS and "-10.0%" in gain.why

@@ -340,6 +340,41 @@ def baseline_verdicts(table):
                                 CH.claim_proto_r_adult(table))]
 
 
+def _lacking_on_adult(method, column, value):
+    """The paper's own Table 1 with `method`'s `column` set to `value` everywhere but adult, where it is missing."""
+    table = paper_like()
+    rows = table["method"] == method
+    table.loc[rows, column] = value
+    table.loc[rows & (table["dataset"] == "adult"), column] = np.nan
+    return table
+
+
+@pytest.mark.parametrize("check, method, column, failing, holding", [
+    (CH.claim_rbr, "RBR", "l1", 9.0, 1e-4),                       # RBR lowest on 3 data sets or on none
+    (CH.claim_best_lof, "PROPLACE", "lof", 9.0, 0.5),             # PROPLACE's lof best on 3 or on none
+    (CH.claim_l1, "PROPLACE", "l1", 9.0, None),                   # others closer than PROPLACE on 3 data sets
+    (CH.claim_wce_least_robust, "WCE", "vr", 100.0, None),        # WCE's vr not the lowest on 3 data sets
+])
+def test_a_claim_on_every_data_set_is_decided_when_a_missing_number_could_not_change_it(check, method, column,
+                                                                                         failing, holding):
+    # as 04-rbr-l1-not-robust's vΔ part: the data sets that have the number decide the claim when no value of
+    # the missing one could change it; the reason names the data set without it
+    decided = check(_lacking_on_adult(method, column, failing))
+    assert decided.verdict == DIFFERS and "missing on adult" in decided.why
+    if holding is not None:
+        assert check(_lacking_on_adult(method, column, holding)).verdict == REPRODUCED
+
+
+def test_a_missing_number_that_could_change_the_claim_leaves_it_not_run():
+    table = _lacking_on_adult("RBR", "l1", 9.0)
+    rbr = table["method"] == "RBR"
+    table.loc[rbr & table["dataset"].isin(["compas", "heloc"]), "l1"] = 1e-4     # lowest on 2 of 3, adult unknown
+    undecided = CH.claim_rbr(table)
+    assert undecided.verdict == NOT_RUN and "RBR's l1 missing on adult" in undecided.explanation
+    lowest = CH.claim_wce_least_robust(_lacking_on_adult("WCE", "vr", 1.0))      # lowest on 3, adult unknown
+    assert lowest.verdict == NOT_RUN and "WCE's vr missing on adult" in lowest.explanation
+
+
 def test_baseline_claims_on_the_papers_own_table():
     # every method ran: WCE least robust, the robust baselines robust, Proto-R failing on adult hold; the paper's
     # own numbers give RBR the lowest l1 on two data sets, not three

@@ -288,6 +288,22 @@ EMPTY = {"checks": CH.check_counts(pd.DataFrame(columns=["dataset"])), "table1":
         pd.DataFrame(columns=["dataset", "method", "valid_retrained", "distance", "n_changed"]))}
 
 
+def test_a_failed_dataset_decides_a_claim_on_every_dataset_before_all_are_counted():
+    # as 03-convergence (one failed size decides): Adult misses a target while COMPAS has no rate yet
+    direct = _curves([("Adult", "Direct-SAA", 0.9, 0.5), ("Spambase", "Direct-SAA", 0.9, 0.5)])
+    assert CH.claim_direct_saa_targets(direct, datasets=["COMPAS", "Adult", "Spambase"]).verdict == DIFFERS
+    met = _curves([("Adult", "Direct-SAA", 0.9, 0.95), ("Spambase", "Direct-SAA", 0.9, 0.5)])
+    assert CH.claim_direct_saa_targets(met, datasets=["COMPAS", "Adult", "Spambase"]).verdict == NOT_RUN
+    # evolving data: Adult (not one of the three the paper names) misses; one dataset has no rate
+    evolving = [(d, "Direct-SAA", 0.9, 0.5 if d in CH.EVOLVING_ROBUST + ("Adult",) else 0.95)
+                for d in CH.ENSEMBLE_DATASETS if d != "COMPAS"]
+    assert CH.claim_evolving_direct(_curves(evolving)).verdict == DIFFERS
+    robust = "Robust-SAA (beta=0.05)"
+    assert CH.claim_evolving_robust(_curves([("Spambase", robust, 0.9, 0.5), ("German-Credit", robust, 0.9, 0.99)])
+                                    ).verdict == DIFFERS
+    assert CH.claim_evolving_robust(_curves([("Spambase", robust, 0.9, 0.99)])).verdict == NOT_RUN
+
+
 def test_every_claim_is_not_run_without_data():
     claims = CH.claims(**EMPTY, datasets=[])
     assert len(claims) == 13 and {c.verdict for c in claims} == {NOT_RUN}

@@ -78,6 +78,14 @@ def share_of_matched_pairs(a, b, n_min: int, better=np.less) -> tuple[float, int
     return (float(np.mean(better(a, b))) if n >= max(int(n_min), 1) else float("nan")), n
 
 
+def count_decides(count: int, unknown: int, enough) -> bool | None:
+    """Whether `count` items (data sets, types) are `enough`, a predicate of a count, while `unknown` more
+    lack their number: decided as soon as no outcome of the unknown ones could change it, None (*not run*)
+    otherwise. A claim on every item fails on one failed item, whatever the others lack."""
+    outcomes = {bool(enough(count + k)) for k in range(int(unknown) + 1)}
+    return outcomes.pop() if len(outcomes) == 1 else None
+
+
 def interval_above(low, target) -> bool | None:
     """Whether an interval lies entirely above `target` (its lower end is): None when it is missing."""
     return None if missing(low, target) else bool(low > target)
@@ -161,14 +169,16 @@ class ClaimBook:
                 if row["unit"] else f"{row['pairing']}; decides: {row['decides']}")
 
     def claim(self, id: str, *, ours, holds, paper=None, fields: dict | None = None, deviation: str | None = None,
-              evidence: int | None = None, minimum: int = 1, **kwargs) -> DeclaredClaim:
+              evidence: int | None = None, minimum: int = 1, failure_decides: bool = False, **kwargs) -> DeclaredClaim:
         """Claim `id` (:func:`~explainopt.reporting.claim`) in the declared wording and with the declared
         evidence rule; `fields` fill the wording's named fields, `paper` overrides the declared number text
         (when it is computed from a transcribed table), `deviation` the declared deviation (when it is
-        computed)."""
+        computed). `failure_decides`: a claim on every item that failed on an item with enough evidence is
+        decided (*differs*) even while other items have less than `minimum` (the rule says so)."""
         fields, unit = fields or {}, self.row(id)["unit"] or "cells"
+        gate = None if failure_decides and holds is False else evidence
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
-                               ours=ours, holds=holds, evidence=evidence, minimum=minimum, unit=unit, **kwargs)
+                               ours=ours, holds=holds, evidence=gate, minimum=minimum, unit=unit, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation)
 

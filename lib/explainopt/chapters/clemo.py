@@ -645,18 +645,28 @@ def _claim_id(name: str, method: str) -> str:
 
 
 def _paired_claim(id: str, counts: pd.Series, count: str = "runs", *, ours: str, why: str = "", failing: str = "",
-                  **verdict) -> reporting.Claim:
+                  failed=(), **verdict) -> reporting.Claim:
     """A claim that compares two fits on the same runs, `counts` of them per type (`count`: runs or
-    instances, :data:`MATCHED`): *not run* while a type has fewer than :data:`MATCHED` asks, and `ours`
-    says how many matched runs it rests on, per type (0 for a type without any). `failing`: the values
-    outside the claim's bound, a reason once the claim is decided."""
+    instances, :data:`MATCHED`): *not run* while a type has fewer than :data:`MATCHED` asks, unless a type
+    that has them fails (`failed`: the types with a value outside the claim's bound), which decides a claim
+    on every type; `ours` says how many matched runs it rests on, per type (0 for a type without any).
+    `failing`: the values outside the claim's bound, a reason once the claim is decided."""
     unit, minimum = MATCHED[count]
     per_type = {kind: int(counts.get(kind, 0)) for kind in KNAPSACK_TYPES}
     fewest = min(per_type.values())
+    decided = any(per_type.get(kind, 0) >= minimum for kind in failed)
+    if decided:
+        verdict["holds"] = False
     if counts.sum():
         ours += f" over {int(counts.sum())} matched {unit} ({_per_type_text(per_type)})"
-    return CLAIMS.claim(id, ours=ours, why=_joined(why, failing if fewest >= minimum else ""), evidence=fewest,
-                        minimum=minimum, **verdict)
+    return CLAIMS.claim(id, ours=ours, why=_joined(why, failing if fewest >= minimum or decided else ""),
+                        evidence=fewest, minimum=minimum, failure_decides=decided, **verdict)
+
+
+def _failed(values: pd.Series, predicate) -> list:
+    """The types (first level of `values`' labels) with a present value outside the claim's bound."""
+    return [label[0] if isinstance(label, tuple) else label for label, v in values.items()
+            if pd.notna(v) and not predicate(v)]
 
 
 def _per_type_text(per_type: dict) -> str:
@@ -673,7 +683,7 @@ def _loss_claim(per_run, method, index: int, name: str, predicate, fmt: str, pap
     checked = pd.Series({kind: _clemo_vs_lr(lr, row)[index] for kind, lr, row in _pairs(paired, method)}, dtype=float)
     return _paired_claim(_claim_id(name, method), _counts(paired), fields={"fit": FIT_TEXT[method], "paper": paper},
                          ours=_span(checked, fmt), holds=reporting.every(checked, predicate),
-                         failing=_outside(checked, predicate, fmt),
+                         failing=_outside(checked, predicate, fmt), failed=_failed(checked, predicate),
                          why=_capped_why(capped_runs(per_run, method)))
 
 
@@ -716,11 +726,12 @@ def _stability_claim(per_run, stability, method, name: str, measures, ours, *, p
     checked values to our text; `fmt` formats the values outside the bound in the reason."""
     paired = paired_table(per_run, stability, method)
     pairs = _pairs(paired, method, "stable_instances")
-    checked = pd.Series({f"{kind} {name}": v for kind, lr, row in pairs for name, v in measures(lr, row).items()},
-                        dtype=float)
+    values = {(kind, name): v for kind, lr, row in pairs for name, v in measures(lr, row).items()}
+    checked = pd.Series({f"{kind} {name}": v for (kind, name), v in values.items()}, dtype=float)
     return _paired_claim(_claim_id(name, method), _counts(paired, "stable_instances"), "stable_instances",
                          fields={"fit": FIT_TEXT[method], **(fields or {})}, paper=paper, ours=ours(pairs, checked),
                          holds=reporting.every(checked, predicate), failing=_outside(checked, predicate, fmt),
+                         failed=_failed(pd.Series(values, dtype=float), predicate),
                          why=_stability_why(per_run, stability, method))
 
 
@@ -806,7 +817,7 @@ def scatter_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporti
     ours = (f"less incoherent in {int((cut > 0).sum())}, accuracy cost below the incoherence cut in "
             f"{int((cost < cut).sum())},") if len(wide) else "n/a"
     return _paired_claim(_claim_id("scatter", method), _per_type(wide), fields={"fit": FIT_TEXT[method]}, ours=ours, holds=holds,
-                         why=_capped_why(capped_runs(per_run, method)))
+                         failed=_failed((cut > 0) & (cost < cut), bool), why=_capped_why(capped_runs(per_run, method)))
 
 
 def slsqp_optimum_claim(per_run: pd.DataFrame | None, *, tol: float = 0.01) -> reporting.Claim:
@@ -816,7 +827,7 @@ def slsqp_optimum_claim(per_run: pd.DataFrame | None, *, tol: float = 0.01) -> r
     gap = wide[("total_loss", SLSQP)] / wide[("total_loss", CONVEX)] - 1
     return _paired_claim("03-slsqp-optimum", _per_type(wide), fields={"tol": tol},
                          ours=f"{_span(100 * gap, '.2g')}% above the optimum" if len(gap) else "n/a",
-                         holds=reporting.every(gap, lambda g: g <= tol))
+                         holds=reporting.every(gap, lambda g: g <= tol), failed=_failed(gap, lambda g: g <= tol))
 
 
 def _lr_and_clemo_rows(table: pd.DataFrame | None, clemo_row: str):

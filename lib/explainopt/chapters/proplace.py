@@ -52,7 +52,7 @@ from ..counterfactuals.proplace import (ProplaceResult, RobustNeighbours, brute_
 from ..datasets import load_dataset
 from ..encoders import interval_lower, model_predict, torch_network
 from ..training import train_relu_network
-from ..verdicts import ClaimBook, DeclaredClaim
+from ..verdicts import ClaimBook, DeclaredClaim, count_decides
 from . import paper_table, solver_key
 from .model_shifts import DELTAS, MILP_R_DELTA
 
@@ -887,6 +887,12 @@ def _not_run_why(methods) -> str:
     return "; ".join(parts)
 
 
+def _lacking(values: pd.Series, what: str) -> str:
+    """The data sets where `values` (by data set) lack a number, in words ("" when none)."""
+    lacking = [str(ds) for ds, v in values.items() if pd.isna(v)]
+    return f"{what} missing on {_and(lacking)}" if lacking else ""
+
+
 def claim_delta_validity(table: pd.DataFrame) -> DeclaredClaim:
     """PROPLACE reaches 100 % vΔ on every data set run."""
     pp = _by_dataset(table)
@@ -955,9 +961,10 @@ def claim_best_lof(table: pd.DataFrame) -> DeclaredClaim:
     pp = _by_dataset(table)
     methods = list(dict.fromkeys(ours(table)["method"]))
     best, n = best_lof_datasets(table), len(pp)
-    holds = None if reporting.missing(pp["lof"]) else len(best) > n / 2
+    holds = None if not n else count_decides(len(best), int(pp["lof"].isna().sum()), lambda k: k > n / 2)
     return CLAIMS.claim("04-best-lof", ours=f"best on {len(best)} of {n} (among the {len(methods)} methods run)",
-                        holds=holds, partly=bool(methods_not_run(methods)), why=_not_run_why(methods),
+                        holds=holds, partly=bool(methods_not_run(methods)),
+                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(pp["lof"], "PROPLACE's lof")])),
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
@@ -978,10 +985,12 @@ def claim_l1(table: pd.DataFrame) -> DeclaredClaim:
     pp = _by_dataset(table)
     methods = list(dict.fromkeys(ours(table)["method"]))
     below = closer_methods(table)
-    holds = None if reporting.missing(pp["l1"]) else all(set(v) <= set(ALLOWED_CLOSER) for v in below.values())
+    kept = sum(set(v) <= set(ALLOWED_CLOSER) for ds, v in below.items() if pd.notna(pp.loc[ds, "l1"]))
+    holds = None if not len(pp) else count_decides(kept, int(pp["l1"].isna().sum()), lambda k: k == len(pp))
     others = [m for m in methods_not_run(methods) if m not in ALLOWED_CLOSER]
     return CLAIMS.claim("04-l1-below", paper=_paper_l1_text(), ours="; ".join(f"{ds}: closer = {', '.join(v) or 'none'}" for ds, v in below.items()),
-                        holds=holds, partly=bool(others), why=_not_run_why(methods),
+                        holds=holds, partly=bool(others),
+                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(pp["l1"], "PROPLACE's l1")])),
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
@@ -1031,15 +1040,13 @@ def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
     wce = _ran(table, "WCE")
     methods = list(dict.fromkeys(rows["method"]))
     paper = least_robust_datasets(_paper_as_table())
-    if not len(wce) or reporting.missing(wce["vr"]):
-        holds, lowest = None, []
-    else:
-        lowest = least_robust_datasets(rows)
-        holds = len(lowest) == len(wce)
+    lowest = least_robust_datasets(rows) if len(wce) else []
+    holds = None if not len(wce) else count_decides(len(lowest), int(wce["vr"].isna().sum()), lambda k: k == len(wce))
     return CLAIMS.claim("04-wce-least-robust", paper=f"lowest vr on {len(paper)} of 4",
                         ours=f"lowest vr on {len(lowest)} of {len(wce)} (" + ", ".join(
                             f"{ds}: {v:.0f}" for ds, v in wce["vr"].items()) + ")" if len(wce) else "WCE not run",
-                        holds=holds, partly=bool(methods_not_run(methods)), why=_not_run_why(methods),
+                        holds=holds, partly=bool(methods_not_run(methods)),
+                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(wce["vr"], "WCE's vr") if len(wce) else ""])),
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
@@ -1059,12 +1066,14 @@ def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
         return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours="RBR not run", holds=None, why="RBR is not among this run's methods")
     lowest = lowest_l1_datasets(ours(table), "RBR")
     n = len(rbr)
-    lowest_enough = None if reporting.missing(rbr["l1"]) else len(lowest) >= min(3, n - 1)
+    lowest_enough = count_decides(len(lowest), int(rbr["l1"].isna().sum()), lambda k: k >= min(3, n - 1))
     robust = [ds for ds, v in rbr["vΔ"].items() if v >= ROBUST_VDELTA]
     undefined = [ds for ds, v in rbr["vΔ"].items() if pd.isna(v)]
     # a conjunction: one part that fails decides it, whatever the other part lacks
     holds = False if lowest_enough is False or robust else None if lowest_enough is None or undefined else True
     why = f"Δ-robust = vΔ ≥ {ROBUST_VDELTA:.0f} %; on fewer than four data sets: lowest on all but one"
+    if rbr["l1"].isna().any():
+        why += "; " + _lacking(rbr["l1"], "RBR's l1")
     if undefined:
         why += (f"; vΔ undefined on {_and(undefined)}: none of RBR's counterfactuals there lies inside [0, 1], "
                 "where the interval check is defined")
