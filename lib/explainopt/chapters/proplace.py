@@ -1046,7 +1046,7 @@ def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
                         ours=f"lowest vr on {len(lowest)} of {len(wce)} (" + ", ".join(
                             f"{ds}: {v:.0f}" for ds, v in wce["vr"].items()) + ")" if len(wce) else "WCE not run",
                         holds=holds, partly=bool(methods_not_run(methods)),
-                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(wce["vr"], "WCE's vr") if len(wce) else ""])),
+                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(wce["vr"], "WCE's vr")])),
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
