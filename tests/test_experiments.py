@@ -515,3 +515,24 @@ def test_revalidate_judges_each_version_of_the_code_on_its_own_sample(tmp_path, 
     restamped = [c for c in store.all_cells(module.cell) if "revalidated" in c["provenance"]]
     assert {c["provenance"]["config"]["x"] < 20 for c in restamped} == {True}
     assert {len(c["provenance"]["revalidated"]["sample"]) for c in restamped} == {3}
+
+
+def test_the_book_revalidates_a_chapter_in_the_order_of_its_grids(tmp_path, monkeypatch):
+    # a cell may read an earlier grid's cells from the store (chapter 4's factuals read its networks), so
+    # the networks' function goes first although the store lists it last
+    from types import SimpleNamespace
+
+    from explainopt import book, chapters
+
+    module = _probe_module(tmp_path, monkeypatch, "def a_factuals(x):\n    return x + 1\n\n\n"
+                                                   "def z_networks(x):\n    return x\n")
+    store = ResultStore(tmp_path / "results" / "paper" / "07")
+    for func in (module.a_factuals, module.z_networks):
+        run_grid(func, [{"x": 1}], cache=store, progress=False)
+    grids = {"networks": experiments.Grid(module.z_networks, [{"x": 1}]),
+             "factuals": experiments.Grid(module.a_factuals, [{"x": 1}])}
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(chapters, "module", lambda name: SimpleNamespace(SCALES={}, grids=lambda settings: grids))
+    monkeypatch.setattr(chapters, "settings", lambda scales, scale: {})
+    order = [report["function"] for report in book.revalidate(["07"], "paper")]
+    assert order == ["z_networks", "a_factuals"]

@@ -960,15 +960,18 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
 
 def revalidate(chapters_: list[str] | None = None, scale: str = "paper", **options) -> list[dict]:
     """:func:`~explainopt.experiments.revalidate` the cells of the chapters' current grids (default: every
-    chapter with a store), function by function, grids read again after each (a grid may depend on an
-    earlier one's cells)."""
+    chapter with a store), function by function in the order of the chapter's grids (a cell may read an
+    earlier grid's cells from the store, e.g. chapter 4's factuals its networks), grids read again after
+    each."""
     reports = []
     for folder in sorted(p for p in (RESULTS / scale).iterdir() if p.is_dir()):
         if chapters_ and folder.name not in chapters_:
             continue
         store, module = ResultStore(folder), chapters.module(folder.name)
         settings = chapters.settings(module.SCALES, scale)
-        for func in store.functions():
+        in_grids = list(dict.fromkeys(grid.func for grid in module.grids(settings).values()))
+        stored = store.functions()
+        for func in [f for f in in_grids if f in stored] + [f for f in stored if f not in in_grids]:
             configs = [c for grid in module.grids(settings).values() if grid.func is func for c in grid.configs]
             report = experiments.revalidate(store, func, configs=configs, **options)
             reports.append({"chapter": folder.name, **report})
