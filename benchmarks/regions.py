@@ -203,7 +203,8 @@ def main():
                 for (name, mode), rows_of in found.items():
                     key = name if mode is None else f"{name}[copies {mode}]"
                     row.update({f"{key}_{k}": v for k, v in summary(rows_of).items()})
-                    print(f"{cell} {key}: {row[f'{key}_time']:.1f} s per region", file=sys.stderr, flush=True)
+                    print(f"{cell} {key}: {row[f'{key}_time']:.1f} s per region, {row[f'{key}_iterations']:.1f} "
+                          f"iterations, distances {row[f'{key}_distances']}", file=sys.stderr, flush=True)
                 if args.authors:
                     theirs = run_authors(cell, args, workdir)
                     row.update({f"authors_{k}": v for k, v in theirs.items()})
