@@ -430,6 +430,7 @@ def test_importance_claim():
 def test_large_forests_claim():
     assert CH.claim_large_forests(_table1({"Spambase": 20})).verdict == REPRODUCED
     assert CH.claim_large_forests(_table1({"Spambase": 70})).verdict == DIFFERS
+    assert CH.claim_large_forests(_table1({"Spambase": 40})).verdict == DIFFERS  # the paper: "falls below 25%"
     assert CH.claim_large_forests(_table1({"COMPAS": 20})).verdict == NOT_RUN
     assert CH.claim_large_forests(_table1({"Spambase": 20})).paper.startswith("24% on Spambase")
 

@@ -694,7 +694,7 @@ def knapsack_objective_claim(per_run: pd.DataFrame | None, method: str = CONVEX)
 
 def knapsack_feasibility_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: CLEMO cuts LR's feasibility incoherence "by more than 99%" (in every type)."""
-    return _loss_claim(per_run, method, 2, "knapsack-feasibility", lambda c: c > 0.99, ".1%")
+    return _loss_claim(per_run, method, 2, "knapsack-feasibility", lambda c: c > 0.99, ".2%")
 
 
 def knapsack_accuracy_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
