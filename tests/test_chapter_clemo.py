@@ -673,3 +673,19 @@ def test_the_vrp_explanation_figure_fits_the_page(book_style):
               "components": ["f"]}
     axes = FIG.plot_vrp_explanation(result)
     book_style.check_layout(axes[0].figure)
+
+
+@pytest.mark.parametrize("claim, values, bound", [
+    (CH.knapsack_feasibility_claim, dict(feasibility=(1.0, 1 - 0.99001)), lambda c: c > 99),     # passes
+    (CH.knapsack_accuracy_claim, dict(accuracy=(1.0, 1.2500001)), lambda c: 0 < c <= 25),       # fails
+    (CH.knapsack_accuracy_claim, dict(accuracy=(1.0, 1.00001)), lambda c: 0 < c <= 25),         # passes
+    (CH.knapsack_objective_claim, dict(objective=(1.0, 0.499)), lambda c: c > 50),              # passes
+])
+def test_a_knapsack_claims_printed_number_reads_on_the_side_of_its_bound_that_the_verdict_says(claim, values, bound):
+    # audit4: 7cda581 printed the feasibility cut with two decimals so that 99.0% would no longer read as a pass
+    # and a fail alike; 99.001% still prints 99.00% beside *reproduced* under the rule "> 99%", and a cost of
+    # 25.00001% prints +25.0% beside *differs* under "≤ 25%"
+    import re
+    c = judge(claim, *frames(**values))
+    printed = float(re.match(r"([+-]?[\d.]+)%", c.ours).group(1))
+    assert c.verdict in (REPRODUCED, DIFFERS) and bound(printed) == (c.verdict == REPRODUCED), c.ours

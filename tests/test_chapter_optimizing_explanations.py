@@ -265,6 +265,19 @@ def test_claim_figure2_is_partly_when_the_faithful_region_is_narrower_than_the_p
     assert verdict(CH.claim_figure2(EMPTY)) == R.NOT_RUN
 
 
+@pytest.mark.parametrize("faithful, flat, inside, bound, printed", [
+    (0.0996, 0.5, 1.0, "FAITHFUL_MIN", r"\(([\d.]+)% of points"),
+    (0.4, 0.2996, 1.0, "FLAT_MIN", r"flat at ([\d.]+)%"),
+    (0.4, 0.5, 0.899, "FAITHFUL_INSIDE", r"([\d.]+)% of them in the paper's intervals"),
+])
+def test_claim_figure2_prints_a_share_that_misses_its_bound_below_the_bound(faithful, flat, inside, bound, printed):
+    # audit4: as the feasibility cut (99.0% could be a pass or a fail), a share just below its bound must not
+    # read as the bound itself beside a *differs*
+    import re
+    c = CH.claim_figure2(profile_row(faithful, flat, inside=inside))
+    assert c.verdict == R.DIFFERS
+    assert float(re.search(printed, c.ours).group(1)) < 100 * getattr(CH, bound), c.ours
+
 def test_paper_claims_on_a_solved_grid(tables):
     claims = CH.claims(tables["solved"], tables["strict"], tables["tied"], tables["ties"], tables["profile"])
     assert [c.verdict for c in claims][0] == R.REPRODUCED

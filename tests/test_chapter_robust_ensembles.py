@@ -477,3 +477,22 @@ def test_sparse_adult_claim_weighs_each_alpha_by_its_counterfactuals():
     assert CH.claim_sparse_adult(curves).verdict == REPRODUCED          # (3 + 4) / 4 = 1.75 < 2
     assert CH.claim_sparse_adult(curves.assign(n=[1, 3, 4])).verdict == DIFFERS   # 13 / 4 > 2
     assert CH.claim_sparse_adult(curves.iloc[:2]).verdict == NOT_RUN
+
+
+def test_a_target_missed_on_enough_counterfactuals_decides_its_dataset_whatever_a_short_rate_lacks():
+    # audit4: as A1 one level down. Adult misses the 50% target on 100 counterfactuals (interval up to 30%),
+    # so it does not meet every target, whatever its 99% rate on 10 counterfactuals would show
+    adult = [("Adult", "Direct-SAA", 0.5, 0.3, 100), ("Adult", "Direct-SAA", 0.99, 0.5, 10)]
+    curves = pd.DataFrame(adult + [("Spambase", "Direct-SAA", 0.9, 0.5, 100)],
+                          columns=["dataset", "label", "target", "high", "n"])
+    assert CH.meets_targets(curves, dataset="Adult") is False
+    assert CH.claim_direct_saa_targets(curves, datasets=["Adult", "Spambase"]).verdict == DIFFERS
+    robust = "Robust-SAA (beta=0.05)"
+    evolving = pd.DataFrame([("Spambase", robust, 0.5, 0.3, 100), ("Spambase", robust, 0.99, 0.5, 10),
+                             ("German-Credit", robust, 0.9, 0.99, 100),
+                             ("Students-Performance", robust, 0.9, 0.99, 100)],
+                            columns=["dataset", "label", "target", "high", "n"])
+    assert CH.claim_evolving_robust(evolving).verdict == DIFFERS
+    # a short rate alone still decides nothing: a miss on 10 counterfactuals is noise
+    short = pd.DataFrame([("Adult", "Direct-SAA", 0.99, 0.5, 10)], columns=["dataset", "label", "target", "high", "n"])
+    assert CH.meets_targets(short, dataset="Adult") is None
