@@ -164,3 +164,13 @@ def test_a_declared_claim_carries_its_id_rule_and_explanation_into_the_results_a
         book.claim("09-nothing", ours="", holds=None)
     with pytest.raises(ValueError, match="ids must be unique"):
         verdicts.ClaimBook("09", pd.concat([book.table, book.table], ignore_index=True))
+
+
+def test_a_number_is_printed_on_the_side_of_its_bounds_that_it_lies_on():
+    from explainopt.verdicts import beside
+    assert beside(0.99001, ".1%", 0.99) == "99.001%"       # a pass of "> 99%" does not read as 99.0%
+    assert beside(0.98999, ".1%", 0.99) == "98.999%"
+    assert beside(0.99, ".1%", 0.99) == "99.0%"             # on the bound itself
+    assert beside(0.996, ".1%", 0.99) == "99.6%"            # far from it: the format as asked
+    assert beside(0.2500001, "+.1%", 0.0, 0.25) == "+25.00001%"
+    assert beside(0.4996, ".2f", 0.5) == "0.4996"

@@ -86,6 +86,22 @@ def count_decides(count: int, unknown: int, enough) -> bool | None:
     return outcomes.pop() if len(outcomes) == 1 else None
 
 
+def beside(value: float, fmt: str, *bounds: float) -> str:
+    """`value` in the format `fmt` (``".1%"``, ``"+.0%"``, ``".2f"``), with as many more decimals as it takes
+    for the printed number to lie on the same side of every one of `bounds` as the value itself: a cut of
+    99.001% beside the rule "> 99%" prints "99.001%", not "99.00%" (which reads as a failure)."""
+    m = re.fullmatch(r"([+ -]?)\.(\d+)([f%])", fmt)
+    if m is None or not np.isfinite(value):
+        return f"{value:{fmt}}"
+    sign, digits, kind = m.groups()
+    for extra in range(10):
+        text = f"{value:{sign}.{int(digits) + extra}{kind}}"
+        shown = float(text.rstrip("%")) / (100 if kind == "%" else 1)
+        if all(np.sign(shown - b) == np.sign(value - b) for b in bounds):
+            break
+    return text
+
+
 def interval_above(low, target) -> bool | None:
     """Whether an interval lies entirely above `target` (its lower end is): None when it is missing."""
     return None if missing(low, target) else bool(low > target)

@@ -590,12 +590,12 @@ def spp_lambda_sweep(*, n_samples: int = 1000, random_state: int = 42, factors=(
 
 # =========================================================================== claims (paper vs. this book)
 
-def _span(values, fmt: str) -> str:
-    """``"lo to hi"`` of the values in format `fmt` (one value when both read the same), or ``"n/a"`` when
-    they are missing."""
+def _span(values, fmt: str, bounds=()) -> str:
+    """``"lo to hi"`` of the values in format `fmt` (one value when both read the same), each printed on its
+    side of the claim's `bounds` (:func:`~explainopt.verdicts.beside`), or ``"n/a"`` when they are missing."""
     if reporting.missing(values):
         return "n/a"
-    lo, hi = f"{np.min(values):{fmt}}", f"{np.max(values):{fmt}}"
+    lo, hi = verdicts.beside(np.min(values), fmt, *bounds), verdicts.beside(np.max(values), fmt, *bounds)
     return lo if lo == hi else f"{lo} to {hi}"
 
 
@@ -627,9 +627,9 @@ def _capped_why(capped: int) -> str:
             "left out (the paper scale runs them uncapped)") if capped else ""
 
 
-def _outside(checked: pd.Series, predicate, fmt: str) -> str:
-    """The checked values (labelled) that fail the claim's bound, in words ("" when none)."""
-    bad = [f"{label} {value:{fmt}}" for label, value in checked.items() if not predicate(value)]
+def _outside(checked: pd.Series, predicate, fmt: str, bounds=()) -> str:
+    """The checked values (labelled) that fail the claim's `bounds`, in words ("" when none)."""
+    bad = [f"{label} {verdicts.beside(value, fmt, *bounds)}" for label, value in checked.items() if not predicate(value)]
     return f"outside the bound: {', '.join(bad)}" if bad else ""
 
 
@@ -676,31 +676,32 @@ def _per_type_text(per_type: dict) -> str:
             else ", ".join(f"{kind} {n}" for kind, n in per_type.items()))
 
 
-def _loss_claim(per_run, method, index: int, name: str, predicate, fmt: str, paper: str = "") -> reporting.Claim:
+def _loss_claim(per_run, method, index: int, name: str, predicate, fmt: str, bounds, paper: str = "") -> reporting.Claim:
     """A Table 2 claim on one of CLEMO's changes relative to LR (:data:`RATIO_NAMES` [`index`]), per type on
     the runs both have."""
     paired = paired_table(per_run, None, method)
     checked = pd.Series({kind: _clemo_vs_lr(lr, row)[index] for kind, lr, row in _pairs(paired, method)}, dtype=float)
     return _paired_claim(_claim_id(name, method), _counts(paired), fields={"fit": FIT_TEXT[method], "paper": paper},
-                         ours=_span(checked, fmt), holds=reporting.every(checked, predicate),
-                         failing=_outside(checked, predicate, fmt), failed=_failed(checked, predicate),
+                         ours=_span(checked, fmt, bounds), holds=reporting.every(checked, predicate),
+                         failing=_outside(checked, predicate, fmt, bounds), failed=_failed(checked, predicate),
                          why=_capped_why(capped_runs(per_run, method)))
 
 
 def knapsack_objective_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: CLEMO more than halves LR's objective incoherence, in every instance type."""
-    return _loss_claim(per_run, method, 1, "knapsack-objective", lambda c: c > 0.5, ".0%")
+    return _loss_claim(per_run, method, 1, "knapsack-objective", lambda c: c > 0.5, ".0%", (0.5,))
 
 
 def knapsack_feasibility_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: CLEMO cuts LR's feasibility incoherence "by more than 99%" (in every type)."""
-    return _loss_claim(per_run, method, 2, "knapsack-feasibility", lambda c: c > 0.99, ".2%")
+    return _loss_claim(per_run, method, 2, "knapsack-feasibility", lambda c: c > 0.99, ".1%", (0.99,))
 
 
 def knapsack_accuracy_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Section 4.2: at a roughly 20% accuracy cost: a cost (above 0) of at most 25% in every type."""
     paper = _span([_paper_vs_lr(kind)[0] for kind in KNAPSACK_TYPES], "+.0%")
-    return _loss_claim(per_run, method, 0, "knapsack-accuracy", lambda c: 0 < c <= 0.25, "+.1%", paper=paper)
+    return _loss_claim(per_run, method, 0, "knapsack-accuracy", lambda c: 0 < c <= 0.25, "+.1%", (0.0, 0.25),
+                       paper=paper)
 
 
 def _stability_why(per_run, stability, method) -> str:

@@ -715,9 +715,11 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
     sensitivity = ", ".join(f"{row[f'faithful share at {r:.0%}'].iloc[0]:.0%} within {r:.0%}"
                             for r in SENSITIVITY_RTOLS if f"faithful share at {r:.0%}" in row)
     return CLAIMS.claim("01-figure2", fields=fields, holds=holds, partly=partly, why=why,
-                           ours=f"faithful on {row['faithful x-ranges'].iloc[0]} ({faithful:.0%} of points"
-                                + (f"; {sensitivity}" if sensitivity else "") + f"; {inside:.0%} of them in the "
-                                f"paper's intervals), flat at {flat:.0%}")
+                           ours=f"faithful on {row['faithful x-ranges'].iloc[0]} "
+                                f"({verdicts.beside(faithful, '.0%', FAITHFUL_MIN)} of points"
+                                + (f"; {sensitivity}" if sensitivity else "")
+                                + f"; {verdicts.beside(inside, '.0%', FAITHFUL_INSIDE)} of them in the paper's "
+                                f"intervals), flat at {verdicts.beside(flat, '.0%', FLAT_MIN)}")
 
 
 def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> reporting.Claim:
