@@ -106,7 +106,7 @@ def robust_region(model, x0, *, rho: float, norm: str = "linf", target=None,
         result is the same optimum; only the number of master solves changes.
     cell_copies : where cuts are rows (l-inf trees), also add the AP's worst scenario of each iteration as a
         copy of the model (a tighter master, a larger one); default
-        :data:`~.regions.algorithm.CELL_COPIES`. The same optimum either way.
+        ``regions.algorithm.CELL_COPIES``. The same optimum either way.
 
     Returns
     -------
