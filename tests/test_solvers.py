@@ -284,3 +284,19 @@ def test_highs_options_come_from_one_place_for_both_paths(monkeypatch):
     assert solvers._options("highs", None, None, None)["random_seed"] == 7
     got = solvers._HighsMatrix(_knapsack()).h.getOptionValue("random_seed")
     assert (got[-1] if isinstance(got, tuple) else got) == 7
+
+
+def test_one_sided_splits_two_sided_rows_by_sense_and_drops_free_rows():
+    lower = np.array([1.0, -np.inf, 0.0, 2.0, -np.inf])
+    upper = np.array([1.0, 3.0, np.inf, 5.0, np.inf])
+    got = {sense: (rows.tolist(), rhs.tolist()) for sense, rows, rhs in solvers.one_sided(lower, upper)}
+    assert got == {"=": ([0], [1.0]), ">": ([2, 3], [0.0, 2.0]), "<": ([1, 3], [3.0, 5.0])}
+    assert list(solvers.one_sided([-np.inf], [np.inf])) == []
+
+
+def test_common_options_reach_each_solver_under_its_own_name():
+    assert solvers._options("gurobi", 10, 0.01, 2) == {"TimeLimit": 10.0, "MIPGap": 0.01, "Threads": 2,
+                                                       **solvers.GUROBI_OPTIONS}
+    assert solvers._options("scip", 10, None, 2) == {"scip_params": {"limits/time": 10.0}}
+    assert solvers._options("mosek", None, None, None) == {"mosek_params": {}}
+    assert solvers._options("ecos", 10, 0.01, 2) == {}

@@ -223,43 +223,28 @@ def choose_solver(kind: str, solver: str | None = None) -> str:
     return solver
 
 
+#: Each solver's own names for the common options (time limit in seconds, relative MIP gap, threads); a
+#: solver missing a name ignores that option.
+OPTION_NAMES = {
+    "highs": {"time_limit": "time_limit", "mip_gap": "mip_rel_gap", "threads": "threads"},
+    "gurobi": {"time_limit": "TimeLimit", "mip_gap": "MIPGap", "threads": "Threads"},
+    "scip": {"time_limit": "limits/time", "mip_gap": "limits/gap"},
+    "mosek": {"time_limit": "MSK_DPAR_OPTIMIZER_MAX_TIME", "mip_gap": "MSK_DPAR_MIO_TOL_REL_GAP"},
+    "clarabel": {"time_limit": "time_limit"},
+}
+#: The solvers whose options cvxpy takes as one dict under this keyword (the others: as keywords).
+OPTION_DICT = {"scip": "scip_params", "mosek": "mosek_params"}
+
+
 def _options(name: str, time_limit: float | None, mip_gap: float | None, threads: int | None) -> dict:
-    """Translate common options into the solver's own keywords."""
-    opts: dict = {}
-    if name == "highs":
-        if time_limit is not None:
-            opts["time_limit"] = float(time_limit)
-        if mip_gap is not None:
-            opts["mip_rel_gap"] = float(mip_gap)
-        if threads is not None:
-            opts["threads"] = int(threads)
-        opts.update(HIGHS_OPTIONS)
-    elif name == "gurobi":
-        if time_limit is not None:
-            opts["TimeLimit"] = float(time_limit)
-        if mip_gap is not None:
-            opts["MIPGap"] = float(mip_gap)
-        if threads is not None:
-            opts["Threads"] = int(threads)
-        opts.update(GUROBI_OPTIONS)
-    elif name == "scip":
-        params = {}
-        if time_limit is not None:
-            params["limits/time"] = float(time_limit)
-        if mip_gap is not None:
-            params["limits/gap"] = float(mip_gap)
-        opts["scip_params"] = params
-    elif name == "mosek":
-        params = {}
-        if time_limit is not None:
-            params["MSK_DPAR_OPTIMIZER_MAX_TIME"] = float(time_limit)
-        if mip_gap is not None:
-            params["MSK_DPAR_MIO_TOL_REL_GAP"] = float(mip_gap)
-        opts["mosek_params"] = params
-    elif name == "clarabel":
-        if time_limit is not None:
-            opts["time_limit"] = float(time_limit)
-    return opts
+    """Translate common options into the solver's own keywords (:data:`OPTION_NAMES`), with its fixed ones."""
+    given = {"time_limit": time_limit, "mip_gap": mip_gap, "threads": threads}
+    names = OPTION_NAMES.get(name, {})
+    opts = {names[key]: int(value) if key == "threads" else float(value)
+            for key, value in given.items() if value is not None and key in names}
+    if name in OPTION_DICT:
+        return {OPTION_DICT[name]: opts}
+    return opts | {"highs": HIGHS_OPTIONS, "gurobi": GUROBI_OPTIONS}.get(name, {})
 
 
 def _highs_info(problem: cp.Problem):
@@ -555,6 +540,18 @@ def _matrix_importable(name: str) -> bool:
     return {"highs": highspy, "gurobi": gurobipy}.get(name) is not None
 
 
+def one_sided(lower, upper):
+    """The rows ``lower <= a x <= upper`` as one-sided ones: yields ``(sense, rows, rhs)`` for the senses
+    ``'='``, ``'>'`` and ``'<'`` (at least) that have rows, ``rows`` their indices."""
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    equal = lower == upper
+    for sense, keep, rhs in (("=", equal, lower), (">", ~equal & np.isfinite(lower), lower),
+                             ("<", ~equal & np.isfinite(upper), upper)):
+        rows = np.flatnonzero(keep)
+        if rows.size:
+            yield sense, rows, rhs[rows]
+
+
 def _solution(status, objective, name, values, dual_bound, message="") -> MILPSolution:
     """A backend's answer; values and objective only where a feasible point is held."""
     if status not in (OPTIMAL, TIME_LIMIT):
@@ -645,10 +642,8 @@ class _GurobiMatrix:
             A = m.rows_since(self.rows, self.entries)
             lower, upper = np.array(m.row_lower[self.rows:]), np.array(m.row_upper[self.rows:])
             v = gurobipy.MVar.fromlist(self.vars)
-            for sense, keep, rhs in (("=", lower == upper, lower), (">", (lower != upper) & np.isfinite(lower), lower),
-                                     ("<", (lower != upper) & np.isfinite(upper), upper)):
-                if keep.any():
-                    self.model.addMConstr(A[keep], v, sense, rhs[keep])
+            for sense, keep, rhs in one_sided(lower, upper):
+                self.model.addMConstr(A[keep], v, sense, rhs)
         self.rows, self.entries = m.n_rows, len(m.a)
 
     def _optimize(self) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import operator
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -37,6 +38,7 @@ import highspy
 import scipy.sparse as sp
 from sklearn.neural_network import MLPClassifier
 
+from ..solvers import one_sided
 from .base import (Encoding, as_bounds, check_binary, check_features, check_fitted, predicted_index, register,
                    type_names)
 
@@ -213,11 +215,8 @@ class ReluRows:
         h = cp.Variable(n, bounds=[np.zeros(n), self.h_upper], name=f"h{name}")
         sigma = cp.Variable(k, boolean=True, name=f"sigma{name}") if k else None
         rows = self.Z @ z + self.H @ h + (self.S @ sigma if k else 0)
-        equal = self.row_lower == self.row_upper
-        above, below = ~equal & np.isfinite(self.row_lower), ~equal & np.isfinite(self.row_upper)
-        cons = [rows[i] == self.row_lower[i] for i in [np.flatnonzero(equal)] if i.size]
-        cons += [rows[i] >= self.row_lower[i] for i in [np.flatnonzero(above)] if i.size]
-        cons += [rows[i] <= self.row_upper[i] for i in [np.flatnonzero(below)] if i.size]
+        relation = {"=": operator.eq, ">": operator.ge, "<": operator.le}
+        cons = [relation[sense](rows[i], rhs) for sense, i, rhs in one_sided(self.row_lower, self.row_upper)]
         return h, cons, sigma
 
     def to_matrix(self, milp, inputs, W, b) -> np.ndarray:
