@@ -328,3 +328,13 @@ def test_rbr_claim_is_decided_by_its_l1_part_when_vdelta_is_undefined():
     assert open_.verdict == NOT_RUN and "none of RBR's counterfactuals there lies inside [0, 1]" in open_.explanation
     robust = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 90.0})
     assert C4.claim_rbr(robust).verdict == DIFFERS       # Δ-robust somewhere: the vΔ part fails
+
+
+def test_rbr_claim_on_one_data_set_still_asks_for_the_lowest_l1_there():
+    """Audit 3's J-c: with one data set, "all but one" asks for none; RBR must still be lowest on one."""
+    one = _paper_like({("RBR", "vΔ"): 10.0})
+    one = one[one["dataset"] == "heloc"].copy()
+    one.loc[one["method"] == "RBR", "l1"] = 9.0                   # not the lowest on the one data set
+    assert C4.claim_rbr(one).verdict == DIFFERS
+    one.loc[one["method"] == "RBR", "l1"] = 0.0001
+    assert C4.claim_rbr(one).verdict in (PARTLY, REPRODUCED)

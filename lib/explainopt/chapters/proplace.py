@@ -915,7 +915,9 @@ def below_paper_vr(table: pd.DataFrame, dataset: str) -> tuple[int, int]:
 
 def retraining_gap(table: pd.DataFrame) -> str:
     """The deviation that explains a missed vr where the numbers show one: on a data set where PROPLACE's vr
-    is below 100 %, most methods' vr below the paper's; empty otherwise."""
+    is below 100 %, most methods' vr below the paper's; empty otherwise. The numbers cannot tell the retrained
+    networks from the settings apart: the paper tuned every method for vr, and ours are tuned only where the
+    scale's tuning grid ran."""
     if "method" not in table or table.empty:
         return ""
     rows = table[table["method"] == "PROPLACE"].dropna(subset=["vr"])
@@ -924,7 +926,8 @@ def retraining_gap(table: pd.DataFrame) -> str:
         below, of = below_paper_vr(table, dataset)
         if of and 2 * below > of:
             gaps.append(f"on {dataset} {below} of {of} methods' vr are below the paper's")
-    return ("our retrained networks (the retraining set-up) differ from the paper's: " + "; ".join(gaps)) if gaps else ""
+    return ("the retraining set-up, or the methods' settings, differ from the paper's (it tuned every method for vr "
+            "and reports neither its retrained networks nor the settings it chose): " + "; ".join(gaps)) if gaps else ""
 
 
 def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> DeclaredClaim:
@@ -942,7 +945,8 @@ def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> Declar
     for ds in missed:
         below, of = below_paper_vr(table, ds)
         gaps.append(f"on {ds} {below} of {of} methods' vr are below the paper's"
-                    + (" (a systematic gap: the retraining set-up differs, not the sample)" if of and below == of else ""))
+                    + (" (a systematic gap, not the sample: the retraining set-up or the settings differ)"
+                       if of and below == of else ""))
     return CLAIMS.claim("04-vr-100", deviation=retraining_gap(table), ours=", ".join(f"{ds}: {v:.1f}" for ds, v in pp["vr"].items()),
                         holds=reporting.every(pp["vr"], lambda v: v >= 99.9), partly=smaller,
                         why="; ".join([*gaps, sample]), evidence=evidence, minimum=MIN_FACTUALS)
@@ -1057,8 +1061,8 @@ def lowest_l1_datasets(table: pd.DataFrame, method: str) -> list[str]:
 
 
 def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
-    """RBR has the lowest l1 on three data sets and is Δ-robust (vΔ >= :data:`ROBUST_VDELTA`) on none.
-    The paper's own Table 1 gives RBR the lowest l1 on two data sets only (the Paper column says so)."""
+    """RBR has the lowest l1 on three data sets (with fewer data sets: on all but one, and on one at least) and
+    is Δ-robust (vΔ >= :data:`ROBUST_VDELTA`) on none. The paper's own Table 1 gives RBR the lowest l1 on two data sets only (the Paper column says so)."""
     rbr = _ran(table, "RBR")
     paper_lowest = lowest_l1_datasets(_paper_as_table(), "RBR")
     paper = f"lowest l1 on 3, Δ-robust on none (its Table 1: lowest l1 on {len(paper_lowest)}: {', '.join(paper_lowest)})"
@@ -1066,12 +1070,12 @@ def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
         return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours="RBR not run", holds=None, why="RBR is not among this run's methods")
     lowest = lowest_l1_datasets(ours(table), "RBR")
     n = len(rbr)
-    lowest_enough = count_decides(len(lowest), int(rbr["l1"].isna().sum()), lambda k: k >= min(3, n - 1))
+    lowest_enough = count_decides(len(lowest), int(rbr["l1"].isna().sum()), lambda k: k >= max(1, min(3, n - 1)))
     robust = [ds for ds, v in rbr["vΔ"].items() if v >= ROBUST_VDELTA]
     undefined = [ds for ds, v in rbr["vΔ"].items() if pd.isna(v)]
     # a conjunction: one part that fails decides it, whatever the other part lacks
     holds = False if lowest_enough is False or robust else None if lowest_enough is None or undefined else True
-    why = f"Δ-robust = vΔ ≥ {ROBUST_VDELTA:.0f} %; on fewer than four data sets: lowest on all but one"
+    why = f"Δ-robust = vΔ ≥ {ROBUST_VDELTA:.0f} %; on fewer than four data sets: lowest on all but one, and on one at least"
     if rbr["l1"].isna().any():
         why += "; " + _lacking(rbr["l1"], "RBR's l1")
     if undefined:
