@@ -689,3 +689,10 @@ def test_a_knapsack_claims_printed_number_reads_on_the_side_of_its_bound_that_th
     c = judge(claim, *frames(**values))
     printed = float(re.match(r"([+-]?[\d.]+)%", c.ours).group(1))
     assert c.verdict in (REPRODUCED, DIFFERS) and bound(printed) == (c.verdict == REPRODUCED), c.ours
+
+
+def test_a_ratio_0_over_0_reads_undefined_in_the_reason_not_nan():
+    """Audit 3's J-e: LR without feasibility incoherence gives a cut 0/0; the reason says so."""
+    text = CH._outside(pd.Series({"uncorrelated": float("nan"), "weakly": 0.3}), lambda c: c > 0.5, ".0%", (0.5,))
+    assert text.startswith("outside the bound: weakly 30") and text.endswith("undefined (a ratio 0/0): uncorrelated")
+    assert "nan" not in text

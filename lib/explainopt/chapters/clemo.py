@@ -628,9 +628,17 @@ def _capped_why(capped: int) -> str:
 
 
 def _outside(checked: pd.Series, predicate, fmt: str, bounds=()) -> str:
-    """The checked values (labelled) that fail the claim's `bounds`, in words ("" when none)."""
-    bad = [f"{label} {verdicts.beside(value, fmt, *bounds)}" for label, value in checked.items() if not predicate(value)]
-    return f"outside the bound: {', '.join(bad)}" if bad else ""
+    """The checked values (labelled) that fail the claim's `bounds`, and those undefined (NaN, a ratio 0/0),
+    in words ("" when none)."""
+    undefined = [str(label) for label, value in checked.items() if pd.isna(value)]
+    bad = [f"{label} {verdicts.beside(value, fmt, *bounds)}" for label, value in checked.items()
+           if not pd.isna(value) and not predicate(value)]
+    parts = []
+    if bad:
+        parts.append(f"outside the bound: {', '.join(bad)}")
+    if undefined:
+        parts.append(f"undefined (a ratio 0/0): {', '.join(undefined)}")
+    return "; ".join(parts)
 
 
 #: The chapter's claims, declared in one place: id, check, wording and evidence rule (data/clemo_claims.csv).
