@@ -109,7 +109,7 @@ def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
     table = CH.hypotheses_table()
     assert len(table) == 11 and set(table["kind"]) == {CH.THEORY, CH.NEW}
     from explainopt.reporting import claims_table
-    text = CH.findings(claims_table(CH.claims(pd.DataFrame(_rows(CH.NEAREST, "network", [0.1, 0.2, 0.3])))))
+    text = CH.findings(claims_table(CH.claims(pd.DataFrame(_rows(CH.PROPLACE, "network", [0.1, 0.2, 0.3])))))
     assert "held H1" in text
 
 

@@ -260,7 +260,7 @@ def _smallest(method, col, good, bad, **extra):
 
 
 CH6_INPUTS = {
-    "06-h1-nearest-closest": (C6.h1_nearest_closest, *_smallest(C6.NEAREST, "excess_distance", [0, 0.1, 0.2], [0, -0.1, 0.2])),
+    "06-h1-nearest-closest": (C6.h1_nearest_closest, *_smallest(C6.PROPLACE, "excess_distance", [0, 0.1, 0.2], [0, -0.1, 0.2])),
     "06-h2-region-certified": (C6.h2_region_certified, pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.05, 0.1], col="radius_linf", param=0.05)),
                                pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.01, 0.1], col="radius_linf", param=0.05))),
     "06-h3-proplace-delta": (C6.h3_proplace_delta, pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.2, 0.3], col="delta_interval", param=0.1)),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import re
+from decimal import Decimal
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -86,18 +87,25 @@ def count_decides(count: int, unknown: int, enough) -> bool | None:
     return outcomes.pop() if len(outcomes) == 1 else None
 
 
+def _sign(x) -> int:
+    return (x > 0) - (x < 0)
+
+
 def beside(value: float, fmt: str, *bounds: float) -> str:
-    """`value` in the format `fmt` (``".1%"``, ``"+.0%"``, ``".2f"``), with as many more decimals as it takes
-    for the printed number to lie on the same side of every one of `bounds` as the value itself: a cut of
-    99.001% beside the rule "> 99%" prints "99.001%", not "99.00%" (which reads as a failure)."""
-    m = re.fullmatch(r"([+ -]?)\.(\d+)([f%])", fmt)
+    """`value` in the format `fmt` (``".1%"``, ``"+.0%"``, ``".2f"``, ``".2g"``), with as many more digits as
+    it takes for the printed number, read as the decimal it shows, to lie on the same side of every one of
+    `bounds` as the value itself: a cut of 99.001% beside the rule "> 99%" prints "99.001%", not "99.00%"
+    (which reads as a failure)."""
+    m = re.fullmatch(r"([+ -]?)\.(\d+)([fge%])", fmt)
     if m is None or not np.isfinite(value):
         return f"{value:{fmt}}"
     sign, digits, kind = m.groups()
-    for extra in range(10):
+    scale = Decimal(100 if kind == "%" else 1)
+    sides = [(Decimal(repr(float(b))) * scale, _sign(float(value) - float(b))) for b in bounds]
+    for extra in range(40):      # a double differs from another in its first 17 significant digits
         text = f"{value:{sign}.{int(digits) + extra}{kind}}"
-        shown = float(text.rstrip("%")) / (100 if kind == "%" else 1)
-        if all(np.sign(shown - b) == np.sign(value - b) for b in bounds):
+        shown = Decimal(text.rstrip("%"))
+        if all(_sign(shown - b) == side for b, side in sides):
             break
     return text
 

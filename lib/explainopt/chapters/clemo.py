@@ -903,10 +903,12 @@ def spp_local_claim(spp: dict | None, *, method: str = "CLEMO (SLSQP)", radius: 
         cur = spp["curves"]
         near = np.abs(cur["theta"]) <= radius
         f, x = cur[method]
-        error = float(np.max(np.abs(f[near] - cur["true_f"][near]) / np.abs(cur["true_f"][near])))
-        agree = float(np.mean((x[near] > 0.5) == (cur["true_x"][near] > 0.5)))
-        holds = error <= tol and agree >= agreement
-        ours = f"objective within {error:.1%}, arcs agree on {agree:.0%} of (θ, arc) pairs"
+        errors = np.abs(f[near] - cur["true_f"][near]) / np.abs(cur["true_f"][near])
+        if near.any() and not reporting.missing(errors, x[near]):
+            error, agree = float(np.max(errors)), float(np.mean((x[near] > 0.5) == (cur["true_x"][near] > 0.5)))
+            holds = bool(error <= tol and agree >= agreement)
+            ours = (f"objective within {verdicts.beside(error, '.1%', tol)}, arcs agree on "
+                    f"{verdicts.beside(agree, '.0%', agreement)} of (θ, arc) pairs")
     return CLAIMS.claim("03-spp-local", fields={"radius": radius, "tol": tol, "agreement": agreement}, ours=ours,
                         holds=holds)
 

@@ -52,7 +52,7 @@ from ..counterfactuals.proplace import (ProplaceResult, RobustNeighbours, brute_
 from ..datasets import load_dataset
 from ..encoders import interval_lower, model_predict, torch_network
 from ..training import train_relu_network
-from ..verdicts import ClaimBook, DeclaredClaim, count_decides
+from ..verdicts import ClaimBook, DeclaredClaim, beside, count_decides
 from . import paper_table, solver_key
 from .model_shifts import DELTAS, MILP_R_DELTA
 
@@ -1093,7 +1093,7 @@ def robust_datasets(table: pd.DataFrame, method: str) -> list[str]:
     """Data sets on which `method` (or its stand-in) is robust: vr >= :data:`ROBUST_VR` and vΔ >= :data:`ROBUST_VDELTA`."""
     names = [method] + [m for m, paper in STAND_INS.items() if paper == method]
     rows = table[table["method"].isin(names)]
-    return list(rows[(rows["vr"] >= ROBUST_VR) & (rows["vΔ"] >= ROBUST_VDELTA)]["dataset"])
+    return list(dict.fromkeys(rows[(rows["vr"] >= ROBUST_VR) & (rows["vΔ"] >= ROBUST_VDELTA)]["dataset"]))
 
 
 def claim_baselines_robust(table: pd.DataFrame) -> DeclaredClaim:
@@ -1122,9 +1122,10 @@ def claim_proto_r_adult(table: pd.DataFrame) -> DeclaredClaim:
     if not len(proto) or "adult" not in proto.index:
         why = "Proto-R is not among this run's methods" if not len(proto) else "adult not run"
         return CLAIMS.claim("04-proto-r-adult", ours="not run", holds=None, why=why)
-    adult, others = proto.loc["adult", "vΔ"], proto.drop(index="adult")["vΔ"]
+    adult, others = proto.loc["adult", "vΔ"], proto.drop(index="adult")["vΔ"].dropna()
     holds = None if reporting.missing(adult) else bool(adult < 100 and (others > adult).all())
-    return CLAIMS.claim("04-proto-r-adult", ours=", ".join(f"{ds}: {v:.0f}" for ds, v in proto["vΔ"].items()), holds=holds,
+    shown = [f"{ds}: {beside(v, '.0f', 100) if ds == 'adult' else beside(v, '.0f', adult)}" for ds, v in proto["vΔ"].items()]
+    return CLAIMS.claim("04-proto-r-adult", ours=", ".join(shown), holds=holds,
                         partly=len(others) < len(DATASETS) - 1, why="vΔ on adult below 100 and below the other data sets'",
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 

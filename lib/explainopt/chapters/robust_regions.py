@@ -44,7 +44,7 @@ from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
 from ..reporting import Claim, every, missing
-from ..verdicts import ClaimBook, share_of_matched_pairs
+from ..verdicts import ClaimBook, beside, share_of_matched_pairs
 from . import paper_table, solver_key
 
 CHAPTER = "02"
@@ -606,7 +606,7 @@ def claim_small_rho_faster(checks: dict) -> Claim:
 
 def _matched_claim(claim_id: str, share: float, pairs: int, what: str, matched: str) -> Claim:
     """A claim that holds where `what` is true in more than half of the `pairs` matched configurations."""
-    return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share)} of {pairs} matched configurations",
+    return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share, 0.5)} of {pairs} matched configurations",
                         holds=None if missing(share) else share > 0.5, evidence=pairs, minimum=MIN_MATCHED,
                         why=f"needs at least {MIN_MATCHED} configurations computed {matched}")
 
@@ -620,16 +620,17 @@ def _percent(frame: pd.DataFrame, column: str) -> float:
 MIN_TABLE3 = 40
 
 
-def _share_text(share: float) -> str:
-    """A share in percent, or "n/a" when there is none."""
-    return "n/a" if missing(share) else f"{100 * share:.0f}%"
+def _share_text(share: float, bound: float) -> str:
+    """A share in percent, printed on its side of the claim's `bound` (:func:`~explainopt.verdicts.beside`),
+    or "n/a" when there is none."""
+    return "n/a" if missing(share) else beside(share, ".0%", bound)
 
 
 def claim_baseline_not_robust(frame3: pd.DataFrame) -> Claim:
     """At least a fifth of the gradient baseline's counterfactuals are not certified robust (on at least
     :data:`MIN_TABLE3`)."""
     not_robust = 100 - _percent(frame3, "baseline_robust")
-    return CLAIMS.claim("02-baseline-not-robust", ours=f"{_share_text(not_robust / 100)} not robust ({len(frame3)} counterfactuals)",
+    return CLAIMS.claim("02-baseline-not-robust", ours=f"{_share_text(not_robust / 100, 0.2)} not robust ({len(frame3)} counterfactuals)",
                         holds=None if missing(not_robust) else not_robust >= 20, evidence=len(frame3),
                         minimum=MIN_TABLE3, why="'often' read as at least 20% of its counterfactuals not certified robust")
 
@@ -637,7 +638,7 @@ def claim_baseline_not_robust(frame3: pd.DataFrame) -> Claim:
 def claim_baseline_invalid(frame3: pd.DataFrame) -> Claim:
     """Some of the gradient baseline's counterfactuals are invalid (on at least :data:`MIN_TABLE3`)."""
     invalid = 100 - _percent(frame3, "baseline_valid")
-    return CLAIMS.claim("02-baseline-invalid", ours=f"{_share_text(invalid / 100)} invalid ({len(frame3)} counterfactuals)",
+    return CLAIMS.claim("02-baseline-invalid", ours=f"{_share_text(invalid / 100, 0.0)} invalid ({len(frame3)} counterfactuals)",
                         holds=None if missing(invalid) else invalid > 0, evidence=len(frame3), minimum=MIN_TABLE3)
 
 
@@ -645,7 +646,7 @@ def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
     """At least 80% of our Table 3 regions are certified robust at rho (early stops count as not), on at
     least :data:`MIN_TABLE3`."""
     robust = _percent(frame3, "ours_robust")
-    return CLAIMS.claim("02-ours-robust", ours=f"{_share_text(robust / 100)} robust (early stops count as not robust; "
+    return CLAIMS.claim("02-ours-robust", ours=f"{_share_text(robust / 100, 0.8)} robust (early stops count as not robust; "
                                                f"{len(frame3)} counterfactuals)",
                         holds=None if missing(robust) else robust >= 80, evidence=len(frame3), minimum=MIN_TABLE3)
 
