@@ -338,3 +338,12 @@ def test_rbr_claim_on_one_data_set_still_asks_for_the_lowest_l1_there():
     assert C4.claim_rbr(one).verdict == DIFFERS
     one.loc[one["method"] == "RBR", "l1"] = 0.0001
     assert C4.claim_rbr(one).verdict in (PARTLY, REPRODUCED)
+
+
+def test_best_lof_is_not_run_where_no_other_method_has_a_lof():
+    """Audit 5's J2: PROPLACE alone with a lof is best by default; that tells nothing."""
+    table = T4.table_of(T4.GOOD)
+    assert C4.claim_best_lof(table).verdict in (PARTLY, REPRODUCED)
+    table.loc[table["method"] != "PROPLACE", "lof"] = math.nan
+    claim = C4.claim_best_lof(table)
+    assert claim.verdict == NOT_RUN and "no other method has a lof on" in claim.why

@@ -953,10 +953,17 @@ def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> Declar
 
 
 def best_lof_datasets(table: pd.DataFrame) -> list[str]:
-    """Data sets on which PROPLACE's lof is the lowest of the methods run (ties count as best)."""
+    """Data sets on which PROPLACE's lof is the lowest of the methods run (ties count as best); a data set
+    where no other method has a lof (:func:`lof_alone_datasets`) is none."""
     rows = ours(table).dropna(subset=["lof"])
-    return [ds for ds, g in rows.groupby("dataset", sort=False)
-            if "PROPLACE" in set(g["method"]) and g.loc[g["method"] == "PROPLACE", "lof"].iloc[0] <= g["lof"].min()]
+    return [ds for ds, g in rows.groupby("dataset", sort=False) if "PROPLACE" in set(g["method"]) and len(g) > 1
+            and g.loc[g["method"] == "PROPLACE", "lof"].iloc[0] <= g["lof"].min()]
+
+
+def lof_alone_datasets(table: pd.DataFrame) -> list[str]:
+    """Data sets on which PROPLACE has a lof and no other method run has one: nothing to compare there."""
+    rows = ours(table).dropna(subset=["lof"])
+    return [ds for ds, g in rows.groupby("dataset", sort=False) if set(g["method"]) == {"PROPLACE"}]
 
 
 def claim_best_lof(table: pd.DataFrame) -> DeclaredClaim:
@@ -964,11 +971,14 @@ def claim_best_lof(table: pd.DataFrame) -> DeclaredClaim:
     "best" away: *partly* when the check holds and some did not run."""
     pp = _by_dataset(table)
     methods = list(dict.fromkeys(ours(table)["method"]))
-    best, n = best_lof_datasets(table), len(pp)
-    holds = None if not n else count_decides(len(best), int(pp["lof"].isna().sum()), lambda k: k > n / 2)
+    best, alone, n = best_lof_datasets(table), lof_alone_datasets(table), len(pp)
+    unknown = int(pp["lof"].isna().sum()) + len(alone)
+    holds = None if not n else count_decides(len(best), unknown, lambda k: k > n / 2)
+    alone_why = f"no other method has a lof on {_and(alone)}" if alone else ""
     return CLAIMS.claim("04-best-lof", ours=f"best on {len(best)} of {n} (among the {len(methods)} methods run)",
                         holds=holds, partly=bool(methods_not_run(methods)),
-                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(pp["lof"], "PROPLACE's lof")])),
+                        why="; ".join(filter(None, [_not_run_why(methods), _lacking(pp["lof"], "PROPLACE's lof"),
+                                                    alone_why])),
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
@@ -1206,7 +1216,7 @@ def summary(table: pd.DataFrame, inner: pd.DataFrame, log: pd.DataFrame, *, n_re
 
 __all__ = [
     "CLAIMS", "DATASETS", "DELTAS", "K_NEIGHBOURS", "METHODS", "MILP_R_DELTA", "MIN_FACTUALS", "NETWORKS", "ROBX_TAU", "SCALES",
-    "STAND_INS", "Toy", "best_lof_datasets", "claim_best_lof", "claim_delta_validity", "claim_exact_inner", "claim_l1",
+    "STAND_INS", "Toy", "best_lof_datasets", "lof_alone_datasets", "claim_best_lof", "claim_delta_validity", "claim_exact_inner", "claim_l1",
     "claim_retrained_validity", "claims", "claim_baselines_robust", "claim_proto_r_adult", "claim_rbr",
     "claim_wce_least_robust", "FACTUALS_FROM", "RETRAINED_WIDTH_IN_CODE", "ROAR_DELTA", "ROBUST_BASELINES", "ROBUST_VDELTA",
     "ROBUST_VR", "TRAINING", "factuals", "least_robust_datasets", "lowest_l1_datasets", "paper_accuracy",
