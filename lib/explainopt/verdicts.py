@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import re
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -95,19 +95,26 @@ def beside(value: float, fmt: str, *bounds: float) -> str:
     """`value` in the format `fmt` (``".1%"``, ``"+.0%"``, ``".2f"``, ``".2g"``), with as many more digits as
     it takes for the printed number, read as the decimal it shows, to lie on the same side of every one of
     `bounds` as the value itself: a cut of 99.001% beside the rule "> 99%" prints "99.001%", not "99.00%"
-    (which reads as a failure)."""
+    (which reads as a failure). A missing bound (None, NaN) has no side and is left out. When fixed-point
+    digits cannot show the side (a value within 1e-40 of a bound), the number is printed in scientific
+    notation with as many significant digits as it takes."""
     m = re.fullmatch(r"([+ -]?)\.(\d+)([fge%])", fmt)
     if m is None or not np.isfinite(value):
         return f"{value:{fmt}}"
     sign, digits, kind = m.groups()
     scale = Decimal(100 if kind == "%" else 1)
-    sides = [(Decimal(repr(float(b))) * scale, _sign(float(value) - float(b))) for b in bounds]
-    for extra in range(40):      # a double differs from another in its first 17 significant digits
-        text = f"{value:{sign}.{int(digits) + extra}{kind}}"
-        shown = Decimal(text.rstrip("%"))
-        if all(_sign(shown - b) == side for b, side in sides):
+    sides = [(Decimal(repr(float(b))) * scale, _sign(float(value) - float(b))) for b in bounds if not missing(b)]
+    with localcontext() as exact:
+        exact.prec = 1100           # every double's decimal expansion, times 100, without rounding
+        shown = Decimal(float(value)) * scale
+    # Python's own "%" multiplies by 100 in binary first: 0.09999999999999999 would print as 10.000...%
+    number, fixed = (shown, "f") if kind == "%" else (float(value), kind)
+    texts = [f"{number:{sign}.{int(digits) + extra}{fixed}}" for extra in range(40)]
+    texts += [f"{number:{sign}.{precision}e}" for precision in range(25)]
+    for text in texts:
+        if all(_sign(Decimal(text) - b) == side for b, side in sides):
             break
-    return text
+    return text + ("%" if kind == "%" else "")
 
 
 def interval_above(low, target) -> bool | None:

@@ -1056,9 +1056,10 @@ def benchmark_times_claim(table3: pd.DataFrame | None, *, seconds: float = 1.0) 
 
 
 def _reached(run: dict, tol: float) -> int | None:
-    """The first SLSQP iteration whose best loss so far is within `tol` of the global optimum, or None."""
+    """The first SLSQP iteration whose best loss so far is within `tol` of the global optimum, or None (a
+    missing loss is none, and cannot hide a later one)."""
     h = np.asarray(run["SLSQP_history"], dtype=float)
-    reached = np.flatnonzero(np.minimum.accumulate(h[:, 2]) <= (1 + tol) * run["convex_loss"])
+    reached = np.flatnonzero(np.fmin.accumulate(h[:, 2]) <= (1 + tol) * run["convex_loss"])
     return int(reached[0]) if len(reached) else None
 
 
@@ -1076,6 +1077,8 @@ def early_convergence(run: dict, *, tol: float = 0.01, share: float = 0.25, budg
     a run our cap stopped before ``share × budget`` iterations without coming within `tol` is undecided
     (None)."""
     k, limit = _reached(run, tol), share * budget
+    if reporting.missing(run["convex_loss"]):
+        return None                     # no global optimum to measure against
     if k is not None and k <= limit:
         return _coherent_at(run, k)
     capped_early = run["SLSQP_status"] == "time_limit" and run["SLSQP_iter"] < limit
@@ -1111,14 +1114,16 @@ def convergence_claim(runs: list | None, *, tol: float = 0.01, share: float = 0.
     verdicts = {r["n_items"]: early_convergence(r, tol=tol, share=share, budget=budget) for r in runs}
     decided = {n: v for n, v in verdicts.items() if v is not None and n in PAPER_TABLE3.index}
     failed = [n for n, v in decided.items() if not v]
-    undecided = [n for n, v in verdicts.items() if v is None]
+    no_optimum = [r["n_items"] for r in runs if reporting.missing(r["convex_loss"])]
+    undecided = [n for n, v in verdicts.items() if v is None and n not in no_optimum]
     shares = [flip_share(r, tol=tol, budget=budget) for r in runs if _reached(r, tol) is not None
               and _coherent_at(r, _reached(r, tol))]
     flips = (f"the verdict turns at a share of {max(shares):.1%} (the slowest size's first iteration "
              f"within {tol:.0%} over {budget})" if shares and len(shares) == len(runs) else "")
     why = _joined(f"it fails at {failed} items, which decides a claim on every size" if failed else "", flips,
                   f"SLSQP stopped by this scale's time cap before deciding it at {undecided} items" if undecided
-                  else "")
+                  else "", f"no global optimum (the convex path's loss) to measure against at {no_optimum} items"
+                  if no_optimum else "")
     return CLAIMS.claim("03-convergence", fields={"tol": tol, "share": share, "budget": budget},
                         ours="; ".join(_convergence_text(r, tol=tol, budget=budget) for r in runs) or "n/a",
                         holds=False if failed else reporting.every(list(decided.values())) if decided else None,

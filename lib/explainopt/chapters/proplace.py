@@ -893,12 +893,18 @@ def _lacking(values: pd.Series, what: str) -> str:
     return f"{what} missing on {_and(lacking)}" if lacking else ""
 
 
+def _every_data_set(values: pd.Series, predicate) -> bool | None:
+    """Whether `predicate` holds on every data set's value: one present value that fails decides it, whatever
+    the others lack; None (*not run*) when a value is missing and none fails."""
+    return False if not all(predicate(v) for v in values.dropna()) else reporting.every(values, predicate)
+
+
 def claim_delta_validity(table: pd.DataFrame) -> DeclaredClaim:
     """PROPLACE reaches 100 % vΔ on every data set run."""
     pp = _by_dataset(table)
     found = ", ".join(f"{ds}: {f:.0f} % found" for ds, f in pp["found"].items())
-    return CLAIMS.claim("04-vdelta-100", ours=", ".join(f"{ds}: {v:.0f}" for ds, v in pp["vΔ"].items()),
-                        holds=reporting.every(pp["vΔ"], lambda v: v >= 99.9),
+    return CLAIMS.claim("04-vdelta-100", ours=", ".join(f"{ds}: {beside(v, '.0f', 99.9)}" for ds, v in pp["vΔ"].items()),
+                        holds=_every_data_set(pp["vΔ"], lambda v: v >= 99.9),
                         why=f"Definition 7 tested on every CE PROPLACE returned ({found})",
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
@@ -947,8 +953,8 @@ def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> Declar
         gaps.append(f"on {ds} {below} of {of} methods' vr are below the paper's"
                     + (" (a systematic gap, not the sample: the retraining set-up or the settings differ)"
                        if of and below == of else ""))
-    return CLAIMS.claim("04-vr-100", deviation=retraining_gap(table), ours=", ".join(f"{ds}: {v:.1f}" for ds, v in pp["vr"].items()),
-                        holds=reporting.every(pp["vr"], lambda v: v >= 99.9), partly=smaller,
+    return CLAIMS.claim("04-vr-100", deviation=retraining_gap(table), ours=", ".join(f"{ds}: {beside(v, '.1f', 99.9)}" for ds, v in pp["vr"].items()),
+                        holds=_every_data_set(pp["vr"], lambda v: v >= 99.9), partly=smaller,
                         why="; ".join([*gaps, sample]), evidence=evidence, minimum=MIN_FACTUALS)
 
 
@@ -962,8 +968,7 @@ def best_lof_datasets(table: pd.DataFrame) -> list[str]:
 
 def lof_alone_datasets(table: pd.DataFrame) -> list[str]:
     """Data sets on which PROPLACE has a lof and no other method run has one: nothing to compare there."""
-    rows = ours(table).dropna(subset=["lof"])
-    return [ds for ds, g in rows.groupby("dataset", sort=False) if set(g["method"]) == {"PROPLACE"}]
+    return alone_datasets(ours(table), "PROPLACE", "lof")
 
 
 def claim_best_lof(table: pd.DataFrame) -> DeclaredClaim:
@@ -1038,11 +1043,19 @@ def _ran(table: pd.DataFrame, method: str) -> pd.DataFrame:
     return rows[rows["method"].isin(names)].set_index("dataset")
 
 
+def alone_datasets(table: pd.DataFrame, method: str, column: str) -> list[str]:
+    """Data sets on which `method` has a `column` value and no other method in `table` has one: nothing to
+    compare there, so "lowest" there is undecided, not won."""
+    rows = table.dropna(subset=[column])
+    return [ds for ds, g in rows.groupby("dataset", sort=False) if set(g["method"]) == {method}]
+
+
 def least_robust_datasets(table: pd.DataFrame, method: str = "WCE") -> list[str]:
-    """Data sets on which `method` has the lowest vr of the methods in `table` (ties count as lowest)."""
+    """Data sets on which `method` has the lowest vr of the methods in `table` (ties count as lowest); a
+    data set where no other method has a vr (:func:`alone_datasets`) is none."""
     out = []
     for ds, g in table.dropna(subset=["vr"]).groupby("dataset", sort=False):
-        if method in set(g["method"]) and g.loc[g["method"] == method, "vr"].iloc[0] <= g["vr"].min():
+        if method in set(g["method"]) and len(g) > 1 and g.loc[g["method"] == method, "vr"].iloc[0] <= g["vr"].min():
             out.append(ds)
     return out
 
@@ -1055,7 +1068,8 @@ def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
     methods = list(dict.fromkeys(rows["method"]))
     paper = least_robust_datasets(_paper_as_table())
     lowest = least_robust_datasets(rows) if len(wce) else []
-    holds = None if not len(wce) else count_decides(len(lowest), int(wce["vr"].isna().sum()), lambda k: k == len(wce))
+    unknown = int(wce["vr"].isna().sum()) + len(alone_datasets(rows, "WCE", "vr"))
+    holds = None if not len(wce) else count_decides(len(lowest), unknown, lambda k: k == len(wce))
     return CLAIMS.claim("04-wce-least-robust", paper=f"lowest vr on {len(paper)} of 4",
                         ours=f"lowest vr on {len(lowest)} of {len(wce)} (" + ", ".join(
                             f"{ds}: {v:.0f}" for ds, v in wce["vr"].items()) + ")" if len(wce) else "WCE not run",
@@ -1065,9 +1079,10 @@ def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
 
 
 def lowest_l1_datasets(table: pd.DataFrame, method: str) -> list[str]:
-    """Data sets on which `method` has the lowest l1 of the methods in `table` (ties count as lowest)."""
-    return [ds for ds, g in table.dropna(subset=["l1"]).groupby("dataset", sort=False)
-            if method in set(g["method"]) and g.loc[g["method"] == method, "l1"].iloc[0] <= g["l1"].min()]
+    """Data sets on which `method` has the lowest l1 of the methods in `table` (ties count as lowest); a data
+    set where no other method has an l1 (:func:`alone_datasets`) is none."""
+    return [ds for ds, g in table.dropna(subset=["l1"]).groupby("dataset", sort=False) if method in set(g["method"])
+            and len(g) > 1 and g.loc[g["method"] == method, "l1"].iloc[0] <= g["l1"].min()]
 
 
 def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
@@ -1080,7 +1095,9 @@ def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
         return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours="RBR not run", holds=None, why="RBR is not among this run's methods")
     lowest = lowest_l1_datasets(ours(table), "RBR")
     n = len(rbr)
-    lowest_enough = count_decides(len(lowest), int(rbr["l1"].isna().sum()), lambda k: k >= max(1, min(3, n - 1)))
+    alone = alone_datasets(ours(table), "RBR", "l1")
+    lowest_enough = count_decides(len(lowest), int(rbr["l1"].isna().sum()) + len(alone),
+                                  lambda k: k >= max(1, min(3, n - 1)))
     robust = [ds for ds, v in rbr["vΔ"].items() if v >= ROBUST_VDELTA]
     undefined = [ds for ds, v in rbr["vΔ"].items() if pd.isna(v)]
     # a conjunction: one part that fails decides it, whatever the other part lacks
@@ -1088,11 +1105,13 @@ def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
     why = f"Δ-robust = vΔ ≥ {ROBUST_VDELTA:.0f} %; on fewer than four data sets: lowest on all but one, and on one at least"
     if rbr["l1"].isna().any():
         why += "; " + _lacking(rbr["l1"], "RBR's l1")
+    if alone:
+        why += f"; no other method has an l1 on {_and(alone)}"
     if undefined:
         why += (f"; vΔ undefined on {_and(undefined)}: none of RBR's counterfactuals there lies inside [0, 1], "
                 "where the interval check is defined")
     return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours=f"lowest l1 on {len(lowest)} of {n}; vΔ " + ", ".join(
-                            f"{ds}: {v:.0f}" for ds, v in rbr["vΔ"].items()),
+                            f"{ds}: {beside(v, '.0f', ROBUST_VDELTA)}" for ds, v in rbr["vΔ"].items()),
                         holds=holds, partly=n < len(DATASETS), why=why, evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
@@ -1216,7 +1235,7 @@ def summary(table: pd.DataFrame, inner: pd.DataFrame, log: pd.DataFrame, *, n_re
 
 __all__ = [
     "CLAIMS", "DATASETS", "DELTAS", "K_NEIGHBOURS", "METHODS", "MILP_R_DELTA", "MIN_FACTUALS", "NETWORKS", "ROBX_TAU", "SCALES",
-    "STAND_INS", "Toy", "best_lof_datasets", "lof_alone_datasets", "claim_best_lof", "claim_delta_validity", "claim_exact_inner", "claim_l1",
+    "STAND_INS", "Toy", "alone_datasets", "best_lof_datasets", "lof_alone_datasets", "claim_best_lof", "claim_delta_validity", "claim_exact_inner", "claim_l1",
     "claim_retrained_validity", "claims", "claim_baselines_robust", "claim_proto_r_adult", "claim_rbr",
     "claim_wce_least_robust", "FACTUALS_FROM", "RETRAINED_WIDTH_IN_CODE", "ROAR_DELTA", "ROBUST_BASELINES", "ROBUST_VDELTA",
     "ROBUST_VR", "TRAINING", "factuals", "least_robust_datasets", "lowest_l1_datasets", "paper_accuracy",

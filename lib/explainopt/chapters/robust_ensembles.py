@@ -743,7 +743,8 @@ def claim_spambase_naive(table1, *, level: float = 0.95, minimum: int = 10) -> C
     rate, n = float(row["ours [%]"].iloc[0]), int(row["n"].iloc[0])
     est = binomial_interval(round(rate * n / 100), n, level=level)
     return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%",
-                 ours=f"{rate:.0f}% ({level:.0%} interval {100 * est.low:.0f}-{100 * est.high:.0f}%, n = {n})",
+                 ours=f"{beside(rate, '.0f', 20)}% ({level:.0%} interval {beside(100 * est.low, '.0f', 20)}-"
+                      f"{100 * est.high:.0f}%, n = {n})",
                  holds=100 * est.low < 20, partly=rate >= 20, evidence=n, minimum=minimum,
                  why="partly = our rate is not below 20% but its interval reaches below it")
 

@@ -588,7 +588,7 @@ def claim_iterations_complexity(checks: dict) -> Claim:
     """Iterations grow with model complexity: the median ratio of mean iterations, largest over smallest
     model of each family (:func:`trend_checks`), is above 1."""
     ratio = checks["iterations_ratio"]
-    return CLAIMS.claim("02-iterations-complexity", ours=f"median ratio {ratio:.2f} of mean iterations, largest/smallest model per family",
+    return CLAIMS.claim("02-iterations-complexity", ours=f"median ratio {beside(ratio, '.2f', 1.0)} of mean iterations, largest/smallest model per family",
                  holds=None if missing(ratio) else ratio > 1,
                  why="needs two sizes of a family (e.g. DT3 and DT10) in the run; LR needs no iterations")
 
@@ -704,8 +704,8 @@ def claim_times(tables: list[pd.DataFrame], frame: pd.DataFrame, *, time_limit: 
     early = float(frame["early_stop"].mean()) if not frame.empty else math.nan
     used = sorted({s for v in (frame["solver"] if not frame.empty else []) for s in str(v).split("+")}
                   - {"closed form", ""})
-    return CLAIMS.claim("02-times", ours=f"median time ratio ours/paper {median:.2f} over converged configurations; "
-                      f"{100 * early:.0f}% of our instances stopped at our {time_limit} s limit",
+    return CLAIMS.claim("02-times", ours=f"median time ratio ours/paper {beside(median, '.2f', 3.0)} over converged "
+                      f"configurations; {beside(early, '.0%', 0.1)} of our instances stopped at our {time_limit} s limit",
                  holds=None if missing(median, early) else bool(median <= 3 and early <= 0.1),
                  evidence=int(ratios.notna().sum()),
                  why=f"our solvers ({', '.join(used) or 'none'}) against the paper's Gurobi, and our formulations, "
