@@ -84,7 +84,7 @@ OTHERS = ["WCE", "RobX", "ROAR", "Proto-R", "MILP-R", "PROPLACE"]
 def test_d4_rbr_is_not_lowest_where_no_other_method_has_an_l1():
     c = C4.claim_rbr(_paper_like({(m, None, "l1"): np.nan for m in OTHERS}))
     assert c.verdict == NOT_RUN and "lowest l1 on 0 of 4" in c.ours          # was "4 of 4", reproduced
-    assert C4.lowest_l1_datasets(C4.ours(_paper_like()), "RBR") == ["give_me_some_credit", "heloc"]
+    assert C4.lowest_datasets(C4.ours(_paper_like()), "RBR", "l1") == ["give_me_some_credit", "heloc"]
 
 
 def test_d4_wce_is_not_least_robust_where_no_other_method_has_a_vr():

@@ -958,25 +958,13 @@ def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> Declar
                         why="; ".join([*gaps, sample]), evidence=evidence, minimum=MIN_FACTUALS)
 
 
-def best_lof_datasets(table: pd.DataFrame) -> list[str]:
-    """Data sets on which PROPLACE's lof is the lowest of the methods run (ties count as best); a data set
-    where no other method has a lof (:func:`lof_alone_datasets`) is none."""
-    rows = ours(table).dropna(subset=["lof"])
-    return [ds for ds, g in rows.groupby("dataset", sort=False) if "PROPLACE" in set(g["method"]) and len(g) > 1
-            and g.loc[g["method"] == "PROPLACE", "lof"].iloc[0] <= g["lof"].min()]
-
-
-def lof_alone_datasets(table: pd.DataFrame) -> list[str]:
-    """Data sets on which PROPLACE has a lof and no other method run has one: nothing to compare there."""
-    return alone_datasets(ours(table), "PROPLACE", "lof")
-
-
 def claim_best_lof(table: pd.DataFrame) -> DeclaredClaim:
     """PROPLACE has the best lof on most data sets. Methods of the paper that did not run can only take
     "best" away: *partly* when the check holds and some did not run."""
     pp = _by_dataset(table)
-    methods = list(dict.fromkeys(ours(table)["method"]))
-    best, alone, n = best_lof_datasets(table), lof_alone_datasets(table), len(pp)
+    rows = ours(table)
+    methods = list(dict.fromkeys(rows["method"]))
+    best, alone, n = lowest_datasets(rows, "PROPLACE", "lof"), alone_datasets(rows, "PROPLACE", "lof"), len(pp)
     unknown = int(pp["lof"].isna().sum()) + len(alone)
     holds = None if not n else count_decides(len(best), unknown, lambda k: k > n / 2)
     alone_why = f"no other method has a lof on {_and(alone)}" if alone else ""
@@ -1050,14 +1038,11 @@ def alone_datasets(table: pd.DataFrame, method: str, column: str) -> list[str]:
     return [ds for ds, g in rows.groupby("dataset", sort=False) if set(g["method"]) == {method}]
 
 
-def least_robust_datasets(table: pd.DataFrame, method: str = "WCE") -> list[str]:
-    """Data sets on which `method` has the lowest vr of the methods in `table` (ties count as lowest); a
-    data set where no other method has a vr (:func:`alone_datasets`) is none."""
-    out = []
-    for ds, g in table.dropna(subset=["vr"]).groupby("dataset", sort=False):
-        if method in set(g["method"]) and len(g) > 1 and g.loc[g["method"] == method, "vr"].iloc[0] <= g["vr"].min():
-            out.append(ds)
-    return out
+def lowest_datasets(table: pd.DataFrame, method: str, column: str) -> list[str]:
+    """Data sets on which `method` has the lowest `column` of the methods in `table` (ties count as lowest); a
+    data set where no other method has the number (:func:`alone_datasets`) is none."""
+    return [ds for ds, g in table.dropna(subset=[column]).groupby("dataset", sort=False) if method in set(g["method"])
+            and len(g) > 1 and g.loc[g["method"] == method, column].iloc[0] <= g[column].min()]
 
 
 def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
@@ -1066,8 +1051,8 @@ def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
     rows = ours(table)
     wce = _ran(table, "WCE")
     methods = list(dict.fromkeys(rows["method"]))
-    paper = least_robust_datasets(_paper_as_table())
-    lowest = least_robust_datasets(rows) if len(wce) else []
+    paper = lowest_datasets(_paper_as_table(), "WCE", "vr")
+    lowest = lowest_datasets(rows, "WCE", "vr") if len(wce) else []
     unknown = int(wce["vr"].isna().sum()) + len(alone_datasets(rows, "WCE", "vr"))
     holds = None if not len(wce) else count_decides(len(lowest), unknown, lambda k: k == len(wce))
     return CLAIMS.claim("04-wce-least-robust", paper=f"lowest vr on {len(paper)} of 4",
@@ -1078,24 +1063,16 @@ def claim_wce_least_robust(table: pd.DataFrame) -> DeclaredClaim:
                         evidence=_evidence(table), minimum=MIN_FACTUALS)
 
 
-def lowest_l1_datasets(table: pd.DataFrame, method: str) -> list[str]:
-    """Data sets on which `method` has the lowest l1 of the methods in `table` (ties count as lowest); a data
-    set where no other method has an l1 (:func:`alone_datasets`) is none."""
-    return [ds for ds, g in table.dropna(subset=["l1"]).groupby("dataset", sort=False) if method in set(g["method"])
-            and len(g) > 1 and g.loc[g["method"] == method, "l1"].iloc[0] <= g["l1"].min()]
-
-
 def claim_rbr(table: pd.DataFrame) -> DeclaredClaim:
     """RBR has the lowest l1 on three data sets (with fewer data sets: on all but one, and on one at least) and
     is Δ-robust (vΔ >= :data:`ROBUST_VDELTA`) on none. The paper's own Table 1 gives RBR the lowest l1 on two data sets only (the Paper column says so)."""
     rbr = _ran(table, "RBR")
-    paper_lowest = lowest_l1_datasets(_paper_as_table(), "RBR")
+    paper_lowest = lowest_datasets(_paper_as_table(), "RBR", "l1")
     paper = f"lowest l1 on 3, Δ-robust on none (its Table 1: lowest l1 on {len(paper_lowest)}: {', '.join(paper_lowest)})"
     if not len(rbr):
         return CLAIMS.claim("04-rbr-l1-not-robust", paper=paper, ours="RBR not run", holds=None, why="RBR is not among this run's methods")
-    lowest = lowest_l1_datasets(ours(table), "RBR")
-    n = len(rbr)
-    alone = alone_datasets(ours(table), "RBR", "l1")
+    rows = ours(table)
+    lowest, alone, n = lowest_datasets(rows, "RBR", "l1"), alone_datasets(rows, "RBR", "l1"), len(rbr)
     lowest_enough = count_decides(len(lowest), int(rbr["l1"].isna().sum()) + len(alone),
                                   lambda k: k >= max(1, min(3, n - 1)))
     robust = [ds for ds, v in rbr["vΔ"].items() if v >= ROBUST_VDELTA]
@@ -1235,10 +1212,10 @@ def summary(table: pd.DataFrame, inner: pd.DataFrame, log: pd.DataFrame, *, n_re
 
 __all__ = [
     "CLAIMS", "DATASETS", "DELTAS", "K_NEIGHBOURS", "METHODS", "MILP_R_DELTA", "MIN_FACTUALS", "NETWORKS", "ROBX_TAU", "SCALES",
-    "STAND_INS", "Toy", "alone_datasets", "best_lof_datasets", "lof_alone_datasets", "claim_best_lof", "claim_delta_validity", "claim_exact_inner", "claim_l1",
+    "STAND_INS", "Toy", "alone_datasets", "claim_best_lof", "claim_delta_validity", "claim_exact_inner", "claim_l1",
     "claim_retrained_validity", "claims", "claim_baselines_robust", "claim_proto_r_adult", "claim_rbr",
     "claim_wce_least_robust", "FACTUALS_FROM", "RETRAINED_WIDTH_IN_CODE", "ROAR_DELTA", "ROBUST_BASELINES", "ROBUST_VDELTA",
-    "ROBUST_VR", "TRAINING", "factuals", "least_robust_datasets", "lowest_l1_datasets", "paper_accuracy",
+    "ROBUST_VR", "TRAINING", "factuals", "lowest_datasets", "paper_accuracy",
     "retraining_gap", "retraining_table", "robust_datasets", "closer_methods", "compare_worst_cases", "comparison_solvers", "delta_sweep",
     "factual_indices", "inner_cell", "inner_problem_check", "inner_problem_frame", "methods_not_run", "networks_table", "ours",
     "paper_only_rows", "paper_table1", "prepare", "preps_of", "network_cell", "network_configs",
