@@ -269,7 +269,7 @@ CH6_INPUTS = {
     "06-h5-region-retrained-network": (C6.h5_region_retrained_network, *_better(C6.REGION, "network", "retrained", param=C6.RHO)),
     "06-h6-region-retrained-forest": (C6.h6_region_retrained_forest, *_better(C6.REGION, "forest", "retrained", param=C6.RHO)),
     "06-h7-proplace-radius": (C6.h7_proplace_radius, *_better(C6.PROPLACE, "network", "radius_linf")),
-    "06-h8-region-model-shift": (C6.h8_region_model_shift, *_better(C6.REGION, "network", "delta_exact")),
+    "06-h8-region-model-shift": (C6.h8_region_model_shift, *_better(C6.REGION, "network", "delta_exact", against=C6.STRETCHED)),
     "06-h9-saa-radius": (C6.h9_saa_radius, *_better(C6.DIRECT_SAA, "forest", "radius_linf")),
     "06-h10-region-vs-stretched": (C6.h10_region_vs_stretched, *_better(C6.REGION, "network", "retrained", against=C6.STRETCHED)),
     "06-h11-proplace-retrained": (C6.h11_proplace_retrained, *_better(C6.PROPLACE, "network", "retrained")),
