@@ -61,10 +61,13 @@ def missing(*values) -> bool:
 
 
 def every(values, predicate=bool) -> bool | None:
-    """Whether `predicate` holds for every value; None (*not run*) when the values are missing."""
-    if missing(values):
-        return None
-    return bool(all(predicate(v) for v in (values.to_numpy() if hasattr(values, "to_numpy") else values)))
+    """Whether `predicate` holds for every value: False as soon as a present value fails it, whatever the
+    others lack (a claim on every item fails on one failed item); None (*not run*) when values are missing
+    (None, NaN, none at all) and none of those present fails."""
+    array = values.to_numpy() if hasattr(values, "to_numpy") else list(values if values is not None else [])
+    if not all(predicate(v) for v in array if not missing(v)):
+        return False
+    return None if missing(values) else True
 
 
 def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, evidence: int | None = None,

@@ -97,7 +97,9 @@ def beside(value: float, fmt: str, *bounds: float) -> str:
     `bounds` as the value itself: a cut of 99.001% beside the rule "> 99%" prints "99.001%", not "99.00%"
     (which reads as a failure). A missing bound (None, NaN) has no side and is left out. When fixed-point
     digits cannot show the side (a value within 1e-40 of a bound), the number is printed in scientific
-    notation with as many significant digits as it takes."""
+    notation with as many significant digits as it takes. A missing value (None, NaN) prints "n/a"."""
+    if missing(value):
+        return "n/a"
     m = re.fullmatch(r"([+ -]?)\.(\d+)([fge%])", fmt)
     if m is None or not np.isfinite(value):
         return f"{value:{fmt}}"

@@ -638,7 +638,12 @@ def _decreasing(values: pd.Series) -> bool:
 
 
 def _per_dimension(values: pd.Series) -> str:
-    return ", ".join(f"D={d}: {v:.3f}" for d, v in values.items()) or "n/a"
+    """Each D's mean, printed on its side of the midpoints with its neighbours' (the claim compares each with
+    the previous, so the printed numbers compare as the means do)."""
+    v = values.to_numpy()
+    middles = (v[:-1] + v[1:]) / 2
+    return ", ".join(f"D={d}: {verdicts.beside(v[i], '.3f', *middles[max(i - 1, 0):i + 1])}"
+                     for i, d in enumerate(values.index)) or "n/a"
 
 
 def claim_on_constraint(solved: pd.DataFrame) -> reporting.Claim:
@@ -668,7 +673,8 @@ def claim_high_agreement_in_2d(strict: pd.DataFrame) -> reporting.Claim:
         return CLAIMS.claim("01-agreement-d2", fields={"least": least}, ours="n/a", holds=None)
     mean = rows["all three"].mean()
     return CLAIMS.claim("01-agreement-d2", fields={"least": least}, holds=bool(mean >= least), evidence=len(rows),
-                           ours=f"mean {mean:.3f}, min {rows['all three'].min():.3f}")
+                           ours=f"mean {verdicts.beside(mean, '.3f', least)}, "
+                                f"min {verdicts.beside(rows['all three'].min(), '.3f', least)}")
 
 
 def claim_low_agreement_in_4d(strict: pd.DataFrame) -> reporting.Claim:
@@ -680,7 +686,7 @@ def claim_low_agreement_in_4d(strict: pd.DataFrame) -> reporting.Claim:
     if not len(rows):
         return CLAIMS.claim("01-agreement-d4", fields=fields, ours="n/a", holds=None)
     return CLAIMS.claim("01-agreement-d4", fields=fields, evidence=len(rows),
-                           ours=", ".join(f"{f} u={u:g}: {a:.3f}" for f, u, a in
+                           ours=", ".join(f"{f} u={u:g}: {verdicts.beside(a, '.3f', below)}" for f, u, a in
                                           zip(rows["function"], rows["u"], rows["all three"])),
                            holds=reporting.every(rows["all three"], lambda a: a < below))
 
@@ -738,9 +744,10 @@ def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> re
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
 
-def _minus(value: float) -> str:
-    """A number with two decimals and a typographic minus ("n/a" when NaN)."""
-    return "n/a" if np.isnan(value) else f"{value:.2f}".replace("-", "−")
+def _minus(value: float, *bounds: float) -> str:
+    """A number with two decimals (more where it takes them to lie on its side of `bounds`,
+    :func:`~explainopt.verdicts.beside`) and a typographic minus ("n/a" when NaN)."""
+    return verdicts.beside(value, ".2f", *bounds).replace("-", "−")
 
 
 def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFrame | None = None) -> reporting.Claim:
@@ -758,7 +765,7 @@ def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFra
                             minimum=ROUGH_MIN_FUNCTIONS)
     rho = rank_correlation(table)
     order = ", ".join(f"{pretty(f)} {a:.2f}" for f, a in table["agreement"].items())
-    ours = f"ρ = {_minus(rho)} over {len(table)} functions (agreement, roughest first: {order})"
+    ours = f"ρ = {_minus(rho, ROUGH_RHO, 0.0)} over {len(table)} functions (agreement, roughest first: {order})"
     if len(table) < ROUGH_MIN_FUNCTIONS:
         why = f"a rank correlation over fewer than {ROUGH_MIN_FUNCTIONS} functions says little"
     else:

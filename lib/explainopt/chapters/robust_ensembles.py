@@ -800,7 +800,7 @@ def claim_dominance(points, *, share_needed: float = 0.9) -> Claim:
     counted = int((bench["n"] >= MIN_PER_POINT).sum()) if len(bench) else 0
     return CLAIMS.claim("05-dominance",
                         ours="no benchmark point" if missing(share) else
-                        f"{100 * share:.0f}% of {counted} benchmark points strictly dominated",
+                        f"{beside(share, '.0%', share_needed)} of {counted} benchmark points strictly dominated",
                         holds=None if missing(share) else share >= share_needed, evidence=counted, minimum=1,
                         why=f"{counted} of the {len(bench)} benchmark points (isolation forest, 1-LOF) computed rest on "
                             f"at least {MIN_PER_POINT} counterfactuals")
@@ -818,7 +818,8 @@ def claim_solve_time(times, *, factor: float = 2.0, min_solves: int = MIN_SOLVES
     ratio = rows["ratio"].dropna() if len(rows) else pd.Series(dtype=float)
     return CLAIMS.claim("05-solve-time", evidence=len(ratio), minimum=1,
                         ours="not run" if ratio.empty else
-                        f"Direct-SAA / naive mean time: {ratio.min():.2f}-{ratio.max():.2f}x over {len(ratio)} rows",
+                        f"Direct-SAA / naive mean time: {beside(ratio.min(), '.2f', factor)}-"
+                        f"{beside(ratio.max(), '.2f', factor)}x over {len(ratio)} rows",
                         holds=every(ratio, lambda r: r <= factor),
                         why=f"{len(ratio)} of {len(times)} rows rest on at least {min_solves} solves; small = at most "
                             f"{factor:g} times the naive time on each")
@@ -863,14 +864,14 @@ def claim_evolving_robust(curves, *, beta: float = 0.05) -> Claim:
 def claim_sparse_adult(curves) -> Claim:
     """Appendix C.3 (Figures 7 and 8): Adult's Direct-SAA counterfactuals change fewer features than
     Credit-Card-Default's (mean over every counterfactual and alpha of the run, not one factual)."""
-    direct = curves[curves.label == "Direct-SAA"] if len(curves) else curves
-    mean = {d: (direct.loc[direct.dataset == d, "n_changed"] * direct.loc[direct.dataset == d, "n"]).sum()
-            / direct.loc[direct.dataset == d, "n"].sum() for d in ("Adult", "Credit-Card-Default")
-            if len(direct) and (direct.dataset == d).any()}
+    direct = curves[curves.label == "Direct-SAA"].dropna(subset=["n_changed", "n"]) if len(curves) else curves
+    groups = {d: direct[direct.dataset == d] for d in ("Adult", "Credit-Card-Default")} if len(direct) else {}
+    mean = {d: (g["n_changed"] * g["n"]).sum() / g["n"].sum() for d, g in groups.items() if g["n"].sum() > 0}
     ran = len(mean) == 2
+    middle = sum(mean.values()) / 2 if ran else None      # each printed on its side of it: the pair reads right
     return CLAIMS.claim("05-sparse-adult",
-                 ours=", ".join(f"{d} {m:.1f}" for d, m in mean.items()) + " features changed (mean)" if mean
-                        else "not run", holds=mean["Adult"] < mean["Credit-Card-Default"] if ran else None,
+                 ours=", ".join(f"{d} {beside(m, '.1f', middle)}" for d, m in mean.items()) + " features changed (mean)"
+                        if mean else "not run", holds=mean["Adult"] < mean["Credit-Card-Default"] if ran else None,
                         why="mean number of changed features of the Direct-SAA counterfactuals, every alpha",
                         evidence=len(mean), minimum=2)
 
@@ -893,7 +894,7 @@ def claim_importance(correlation, *, counterfactuals=None, minimum: float = 0.5,
     counts = pd.Series(dtype=int) if counterfactuals is None else counterfactuals
     kept = correlation[[counts.get(d, 0) >= min_counterfactuals for d in correlation.index]]
     return CLAIMS.claim("05-importance", evidence=len(kept), minimum=1,
-                        ours=", ".join(f"{d} {c:.2f}" for d, c in kept.items()) or "not run",
+                        ours=", ".join(f"{d} {beside(c, '.2f', minimum)}" for d, c in kept.items()) or "not run",
                         holds=every(kept, lambda c: c > minimum),
                         why=f"{len(kept)} of {len(correlation)} datasets shown rest on at least {min_counterfactuals} "
                             f"counterfactuals; Spearman rank correlation > {minimum:g} on each")
@@ -907,7 +908,7 @@ def claim_large_forests(table3, *, minimum: int = MIN_PER_DATASET) -> Claim:
     n = int(rows["n"].get("Spambase", 0))
     return CLAIMS.claim("05-large-forests",
                         paper=f"{naive_validity_paper(400)['Spambase']}% on Spambase, {CLAIMS.paper('05-large-forests')}",
-                 ours="not run" if missing(ours) else f"Spambase {ours:.0f}%",
+                 ours="not run" if missing(ours) else f"Spambase {beside(ours, '.0f', 25)}%",
                  holds=None if missing(ours) else ours < 25, why="low = below 25% on Spambase",
                  evidence=n, minimum=minimum)
 

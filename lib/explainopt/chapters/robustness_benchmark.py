@@ -485,7 +485,8 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
         return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=max(minimum, MIN_DECISIVE))
     p, mean, base = sign_test(wins, losses), pairs["ours"].mean(), pairs["base"].mean()
     holds = bool(mean > base and p <= SIGN_TEST_LEVEL)
-    ours = (f"mean {beside(mean, '.3g', base)}{unit} vs {beside(base, '.3g', mean)}{unit}; higher on {wins}, "
+    middle = (mean + base) / 2               # each mean printed on its side of it: the pair reads as it compares
+    ours = (f"mean {beside(mean, '.3g', middle)}{unit} vs {beside(base, '.3g', middle)}{unit}; higher on {wins}, "
             f"lower on {losses} of {n} factuals (sign test p = {beside(p, '.2g', SIGN_TEST_LEVEL)})")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
                         why=f"{n - wins - losses} of the {n} factuals are ties" if wins + losses < n else "")
