@@ -696,3 +696,10 @@ def test_a_ratio_0_over_0_reads_undefined_in_the_reason_not_nan():
     text = CH._outside(pd.Series({"uncorrelated": float("nan"), "weakly": 0.3}), lambda c: c > 0.5, ".0%", (0.5,))
     assert text.startswith("outside the bound: weakly 30") and text.endswith("undefined (a ratio 0/0): uncorrelated")
     assert "nan" not in text
+
+
+def test_scatter_claim_leaves_out_runs_where_lr_is_coherent_already():
+    """Audit 7's J1: a cut 0/0 (LR and CLEMO both coherent) tells nothing, as in the knapsack claims."""
+    both_coherent = CH.scatter_claim(per_run(lr=(1.0, 0.0), clemo=(1.1, 0.0)))
+    assert both_coherent.verdict == NOT_RUN and "where LR's incoherence is 0 left out" in both_coherent.why
+    assert verdict(CH.scatter_claim(per_run(lr=(1.0, 0.0), clemo=(1.1, 0.5)))) == DIFFERS  # CLEMO incoherent, LR not

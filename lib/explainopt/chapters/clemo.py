@@ -827,11 +827,14 @@ def scatter_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporti
     wide = matched_runs(per_run, (LR, method), ("accuracy", "incoherence"))
     cost = wide[("accuracy", method)] / wide[("accuracy", LR)] - 1
     cut = 1 - wide[("incoherence", method)] / wide[("incoherence", LR)]
-    holds = reporting.every(pd.Series((cut > 0) & (cost < cut)), bool) if len(wide) else None
+    defined = cut.notna()  # a run where LR is coherent already (a cut 0/0) tells nothing
+    ok = ((cut > 0) & (cost < cut))[defined]
+    holds = reporting.every(ok, bool) if defined.any() else None
     ours = (f"less incoherent in {int((cut > 0).sum())}, accuracy cost below the incoherence cut in "
             f"{int((cost < cut).sum())},") if len(wide) else "n/a"
+    undefined = f"{int((~defined).sum())} runs where LR's incoherence is 0 left out" if (~defined).any() else ""
     return _paired_claim(_claim_id("scatter", method), _per_type(wide), fields={"fit": FIT_TEXT[method]}, ours=ours, holds=holds,
-                         failed=_failed((cut > 0) & (cost < cut), bool), why=_capped_why(capped_runs(per_run, method)))
+                         failed=_failed(ok, bool), why=_joined(_capped_why(capped_runs(per_run, method)), undefined))
 
 
 def slsqp_optimum_claim(per_run: pd.DataFrame | None, *, tol: float = 0.01) -> reporting.Claim:
