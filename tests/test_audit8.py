@@ -1,0 +1,46 @@
+"""Audit 8 (helper audit8, /work/notes/audit8.md): the confirming audit of issue 26, over every claim that is not
+*reproduced* at the paper or book scale and 8 random reproduced ones. Each test names the defect (F1, F2) it pins;
+each failed on /work/main at 5737770."""
+
+import numpy as np
+import pandas as pd
+import test_audit5 as A5
+import test_chapter_robust_regions as T2
+
+from explainopt.chapters import proplace as C4
+from explainopt.chapters import robust_regions as C2
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+
+
+# --------------------------------------------------------------------------- F1: an invalid counterfactual decides "sometimes invalid"
+
+def _table3(n: int, invalid: int) -> pd.DataFrame:
+    return T2._baselines([True] * n, [False] * invalid + [True] * (n - invalid), [True] * n)
+
+
+def test_f1_one_invalid_baseline_counterfactual_decides_sometimes_invalid_below_the_minimum():
+    # the paper scale's committed evidence: 1 invalid of 23 (4%); no further counterfactual can bring the share to 0
+    c = C2.claim_baseline_invalid(_table3(23, 1))
+    assert c.verdict == REPRODUCED and c.evidence == 23 and not c.explanation
+
+
+def test_f1_without_an_invalid_one_below_the_minimum_it_stays_undecided_and_can_still_fail():
+    assert C2.claim_baseline_invalid(_table3(23, 0)).verdict == NOT_RUN
+    assert C2.claim_baseline_invalid(_table3(C2.MIN_TABLE3, 0)).verdict == DIFFERS
+    assert C2.claim_baseline_invalid(_table3(C2.MIN_TABLE3, 4)).verdict == REPRODUCED
+
+
+# --------------------------------------------------------------------------- F2: a tie of every method is not "least robust"
+
+def test_f2_wce_tied_with_every_method_is_not_the_least_robust():
+    paper = A5._paper_like()
+    assert C4.claim_wce_least_robust(paper).verdict == REPRODUCED        # the paper's table: WCE strictly lowest
+    tied = paper.copy()
+    tied.loc[tied["dataset"] == "heloc", "vr"] = 100.0                  # every method 100 on heloc, WCE too
+    c = C4.claim_wce_least_robust(tied)
+    assert c.verdict == DIFFERS and "lowest vr on 3 of 4" in c.ours
+
+
+def test_f2_wce_sharing_the_lowest_vr_with_another_method_still_counts():
+    shared = A5._paper_like({("RBR", "heloc", "vr"): 49.0})              # WCE 49 = RBR 49, the rest higher
+    assert C4.claim_wce_least_robust(shared).verdict == REPRODUCED
