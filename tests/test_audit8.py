@@ -1,12 +1,14 @@
 """Audit 8 (helper audit8, /work/notes/audit8.md): the confirming audit of issue 26, over every claim that is not
-*reproduced* at the paper or book scale and 8 random reproduced ones. Each test names the defect (F1, F2) it pins;
+*reproduced* at the paper or book scale and 8 random reproduced ones. Each test names the defect (F1-F3) it pins;
 each failed on /work/main at 5737770."""
 
 import numpy as np
 import pandas as pd
 import test_audit5 as A5
+import test_chapter_clemo as T3
 import test_chapter_robust_regions as T2
 
+from explainopt.chapters import clemo as C3
 from explainopt.chapters import proplace as C4
 from explainopt.chapters import robust_regions as C2
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
@@ -44,3 +46,31 @@ def test_f2_wce_tied_with_every_method_is_not_the_least_robust():
 def test_f2_wce_sharing_the_lowest_vr_with_another_method_still_counts():
     shared = A5._paper_like({("RBR", "heloc", "vr"): 49.0})              # WCE 49 = RBR 49, the rest higher
     assert C4.claim_wce_least_robust(shared).verdict == REPRODUCED
+
+
+# --------------------------------------------------------------------------- F3: a time-capped SLSQP time is a lower bound
+
+def test_f3_a_capped_slsqp_time_within_3x_of_the_paper_decides_nothing():
+    # the book scale caps SLSQP at 10 s: a 5-item run stopped there is 1.17x the paper's 8.54 s, but its own time is unknown
+    capped = T3.table3(slsqp_s=(10.0, 60.0, 1, 1), status=("time_limit", "converged", "converged", "converged"))
+    assert C3.runtime_absolute_claim(capped).verdict == NOT_RUN
+
+
+def test_f3_a_capped_slsqp_time_does_not_read_faster_than_the_paper():
+    capped = T3.table3(slsqp_s=(8.0, 10.0, 1, 1), status=("converged", "time_limit", "converged", "converged"))
+    c = C3.runtime_absolute_claim(capped)
+    assert c.verdict == NOT_RUN and "faster" not in c.why
+
+
+def test_f3_a_capped_time_already_beyond_3x_decides_the_failure():
+    capped = T3.table3(slsqp_s=(30.0, 60.0, 1, 1), status=("time_limit", "converged", "converged", "converged"))
+    assert C3.runtime_absolute_claim(capped).verdict == DIFFERS
+
+
+def test_f3_a_capped_slsqp_time_below_100x_lr_does_not_fail_the_ratio_claim():
+    # a run stopped at the cap would have taken longer: a ratio of 50 there is a lower bound, not a failure
+    capped = T3.table3(slsqp_s=(1.0, 2.0, 5.0, 0.05), lr_s=0.001)
+    assert C3.runtime_ratio_claim(capped).verdict == NOT_RUN
+    assert C3.runtime_ratio_claim(T3.table3(slsqp_s=(1.0, 2.0, 5.0, 0.2), lr_s=0.001)).verdict == REPRODUCED
+    uncapped = T3.table3(slsqp_s=(1.0, 0.05, 5.0, 10.0), lr_s=0.001)       # 10 items converged at 50x LR
+    assert C3.runtime_ratio_claim(uncapped).verdict == DIFFERS
