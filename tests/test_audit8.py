@@ -2,7 +2,6 @@
 *reproduced* at the paper or book scale and 8 random reproduced ones. Each test names the defect (F1-F3) it pins;
 each failed on /work/main at 5737770."""
 
-import numpy as np
 import pandas as pd
 import test_audit5 as A5
 import test_chapter_clemo as T3
