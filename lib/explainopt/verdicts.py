@@ -202,14 +202,16 @@ class ClaimBook:
                 if row["unit"] else f"{row['pairing']}; decides: {row['decides']}")
 
     def claim(self, id: str, *, ours, holds, paper=None, fields: dict | None = None, deviation: str | None = None,
-              evidence: int | None = None, minimum: int = 1, failure_decides: bool = False, **kwargs) -> DeclaredClaim:
+              evidence: int | None = None, minimum: int = 1, failure_decides: bool = False, pass_decides: bool = False,
+              **kwargs) -> DeclaredClaim:
         """Claim `id` (:func:`~explainopt.reporting.claim`) in the declared wording and with the declared
         evidence rule; `fields` fill the wording's named fields, `paper` overrides the declared number text
         (when it is computed from a transcribed table), `deviation` the declared deviation (when it is
         computed). `failure_decides`: a claim on every item that failed on an item with enough evidence is
-        decided (*differs*) even while other items have less than `minimum` (the rule says so)."""
+        decided (*differs*) even while other items have less than `minimum` (the rule says so); `pass_decides`:
+        likewise for a claim on some item ("sometimes invalid") that holds on an item already counted."""
         fields, unit = fields or {}, self.row(id)["unit"] or "cells"
-        gate = None if failure_decides and holds is False else evidence
+        gate = None if (failure_decides and holds is False) or (pass_decides and holds is True) else evidence
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
                                ours=ours, holds=holds, evidence=gate, minimum=minimum, unit=unit, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
