@@ -1,5 +1,5 @@
 """Audit 8 (helper audit8, /work/notes/audit8.md): the confirming audit of issue 26, over every claim that is not
-*reproduced* at the paper or book scale and 8 random reproduced ones. Each test names the defect (F1-F3) it pins;
+*reproduced* at the paper or book scale and 8 random reproduced ones. Each test names the defect (F1-F4) it pins;
 each failed on /work/main at 5737770."""
 
 import pandas as pd
@@ -73,3 +73,24 @@ def test_f3_a_capped_slsqp_time_below_100x_lr_does_not_fail_the_ratio_claim():
     assert C3.runtime_ratio_claim(T3.table3(slsqp_s=(1.0, 2.0, 5.0, 0.2), lr_s=0.001)).verdict == REPRODUCED
     uncapped = T3.table3(slsqp_s=(1.0, 0.05, 5.0, 10.0), lr_s=0.001)       # 10 items converged at 50x LR
     assert C3.runtime_ratio_claim(uncapped).verdict == DIFFERS
+
+
+# --------------------------------------------------------------------------- F4: early stops at a limit below the paper's 1000 s
+
+def _stops(early: int, n: int) -> pd.DataFrame:
+    return pd.DataFrame({"early_stop": [True] * early + [False] * (n - early), "solver": ["highs"] * n})
+
+
+def test_f4_early_stops_at_the_book_scales_8_s_limit_do_not_fail_the_paper_times():
+    # the book scale's committed evidence: median ratio 0.33, 14 of 99 instances stopped at its 8 s limit
+    c = C2.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(14, 99), time_limit=8)
+    assert c.verdict == NOT_RUN and "1000" in c.why
+
+
+def test_f4_early_stops_at_the_papers_limit_still_decide_and_a_slow_median_still_fails_below_it():
+    at_paper_limit = C2.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(14, 99), time_limit=1000)
+    assert at_paper_limit.verdict == DIFFERS
+    slow = C2.claim_times([pd.DataFrame({"ratio": [4.0, 5.0, 6.0]})], _stops(14, 99), time_limit=8)
+    assert slow.verdict == DIFFERS
+    few = C2.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(5, 99), time_limit=8)
+    assert few.verdict == REPRODUCED
