@@ -122,7 +122,7 @@ def _frame(early, n):
 
 @pytest.mark.parametrize("ratios, early, n, hidden", [([0.5], 11, 108, " 10% of"), ([3.004], 0, 10, "ratio ours/paper 3.00 ")])
 def test_d6_times_print_on_their_side_of_the_bounds(ratios, early, n, hidden):
-    c = C2.claim_times([pd.DataFrame({"ratio": ratios})], _frame(early, n), time_limit=8)
+    c = C2.claim_times([pd.DataFrame({"ratio": ratios})], _frame(early, n), time_limit=1000)  # audit 8's F4
     assert c.verdict == DIFFERS and hidden not in c.ours
 
 

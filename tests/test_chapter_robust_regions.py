@@ -404,7 +404,8 @@ def test_claim_times_reads_not_run_when_no_converged_configuration_has_a_paper_t
     assert "highs, scip" in none.why and "100% of our instances stopped at our 8 s limit" in none.ours
     assert CH.claim_times([], pd.DataFrame(), time_limit=8).verdict == NOT_RUN
     many_stopped = _frame(*[_row(index=i, status="time_limit") for i in range(CH.MIN_EARLY_STOPS)])
-    assert CH.claim_times(tables([math.nan]), many_stopped, time_limit=8).verdict == DIFFERS  # audit 6's J1
+    assert CH.claim_times(tables([math.nan]), many_stopped, time_limit=1000).verdict == DIFFERS  # audit 6's J1
+    assert CH.claim_times(tables([math.nan]), many_stopped, time_limit=8).verdict == NOT_RUN  # audit 8's F4
 
 
 def test_paper_claims_list_every_claim_and_read_not_run_on_an_empty_run():

@@ -702,25 +702,34 @@ def claim_figure7(runs: list[dict]) -> Claim:
 
 #: Instances from which the share of early stops alone decides 02-times ("at most 10%"), whatever the ratios lack.
 MIN_EARLY_STOPS = 10
+#: The paper's time limit per instance (Section 5: "a time limit of 1000 seconds"): an early stop at a shorter
+#: limit says nothing of the paper's times.
+PAPER_TIME_LIMIT = 1000.0
 
 
 def claim_times(tables: list[pd.DataFrame], frame: pd.DataFrame, *, time_limit: float) -> Claim:
     """Our times within 3x of the paper's (median over the configurations with a converged mean and a
     paper time, from the `tables` of :func:`compare_with_paper`) and at most 10% early stops; more early stops
-    on at least :data:`MIN_EARLY_STOPS` instances decide it alone."""
+    on at least :data:`MIN_EARLY_STOPS` instances decide it alone. Below the paper's limit
+    (:data:`PAPER_TIME_LIMIT`) more early stops leave it undecided: an instance our shorter limit stopped may
+    take the paper's time."""
     ratios = pd.concat([t["ratio"] for t in tables]) if tables else pd.Series(dtype=float)
     median = float(ratios.median()) if ratios.notna().any() else math.nan
     early = float(frame["early_stop"].mean()) if not frame.empty else math.nan
     used = sorted({s for v in (frame["solver"] if not frame.empty else []) for s in str(v).split("+")}
                   - {"closed form", ""})
-    early_fails = not missing(early) and len(frame) >= MIN_EARLY_STOPS and early > 0.1
+    short = not missing(early) and early > 0.1 and time_limit < PAPER_TIME_LIMIT   # stopped by this scale's limit
+    early_fails = not missing(early) and len(frame) >= MIN_EARLY_STOPS and early > 0.1 and not short
+    holds = (False if early_fails else None if missing(median, early) else False if median > 3 else None if short
+             else bool(early <= 0.1))
     return CLAIMS.claim("02-times", ours=f"median time ratio ours/paper {beside(median, '.2f', 3.0)} over converged "
                       f"configurations; {beside(early, '.0%', 0.1)} of our instances stopped at our {time_limit} s limit",
-                 holds=False if early_fails else None if missing(median, early) else bool(median <= 3 and early <= 0.1),
-                 evidence=int(ratios.notna().sum()), failure_decides=early_fails,
+                 holds=holds, evidence=int(ratios.notna().sum()), failure_decides=early_fails,
                  why=f"our solvers ({', '.join(used) or 'none'}) against the paper's Gurobi, and our formulations, "
                      "exact stopping rule and machine; reproduced if within 3x and at most 10% early stops "
-                     "(the converged-only ratio alone would hide the slow ones)")
+                     "(the converged-only ratio alone would hide the slow ones)"
+                     + (f"; our {time_limit} s limit is below the paper's {PAPER_TIME_LIMIT:g} s, so its early stops "
+                        "say nothing of the paper's times" if short else ""))
 
 
 def claims(frame: pd.DataFrame, summary: pd.DataFrame, frame3: pd.DataFrame, tables: list[pd.DataFrame],
