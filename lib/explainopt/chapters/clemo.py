@@ -823,7 +823,8 @@ def _capped_in_table(table2: pd.DataFrame | None) -> int:
 def scatter_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporting.Claim:
     """Figures 5–8: in every run CLEMO is less incoherent than LR, and its relative accuracy cost is smaller
     than its relative cut of the incoherence ("significantly reduces incoherence while the accuracy is
-    compromised relatively less"), on the runs both have."""
+    compromised relatively less"), on the runs both have. A run where LR's incoherence is 0 (a cut 0/0) is
+    left out, of the check and of the matched runs it counts."""
     wide = matched_runs(per_run, (LR, method), ("accuracy", "incoherence"))
     cost = wide[("accuracy", method)] / wide[("accuracy", LR)] - 1
     cut = 1 - wide[("incoherence", method)] / wide[("incoherence", LR)]
@@ -833,7 +834,8 @@ def scatter_claim(per_run: pd.DataFrame | None, method: str = CONVEX) -> reporti
     ours = (f"less incoherent in {int((cut > 0).sum())}, accuracy cost below the incoherence cut in "
             f"{int((cost < cut).sum())},") if len(wide) else "n/a"
     undefined = f"{int((~defined).sum())} runs where LR's incoherence is 0 left out" if (~defined).any() else ""
-    return _paired_claim(_claim_id("scatter", method), _per_type(wide), fields={"fit": FIT_TEXT[method]}, ours=ours, holds=holds,
+    return _paired_claim(_claim_id("scatter", method), _per_type(wide[defined]), fields={"fit": FIT_TEXT[method]},
+                         ours=ours, holds=holds,
                          failed=_failed(ok, bool), why=_joined(_capped_why(capped_runs(per_run, method)), undefined))
 
 
