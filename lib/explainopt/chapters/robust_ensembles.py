@@ -401,9 +401,18 @@ def naive_validity_paper(n_estimators: int = 100) -> pd.Series:
     return table[table.n_estimators == n_estimators].set_index("dataset")["validity"]
 
 
+#: The statuses of a solve that returned a point: a solve our time limit stopped without one (``no_solution``)
+#: has no counterfactual, which the paper (solving to optimality) never lacks.
+FOUND = ("optimal", "time_limit")
+
+
 def validity_table(frame, by, *, column: str = "valid_retrained", level: float = 0.95):
-    """Validity rate with its binomial interval per group of `frame` (rows of :func:`simulate`)."""
+    """Validity rate with its binomial interval per group of `frame` (rows of :func:`simulate`), over the
+    counterfactuals found (:data:`FOUND`; a frame without statuses keeps every row): a solve stopped without a
+    point is no invalid counterfactual, and changes no feature."""
     by = by if isinstance(by, list) else [by]
+    if "status" in frame:
+        frame = frame[frame["status"].isin(FOUND)]
     rows = []
     for key, group in frame.groupby(by, dropna=False, sort=False):
         est = binomial_interval(int(group[column].sum()), len(group), level=level)
@@ -544,7 +553,7 @@ def check_counts(frame):
     :func:`explainopt.encoders.trees.snap_to_chosen_leaves`)."""
     rows = []
     for name, g in frame.groupby("dataset", sort=False):
-        found = g["status"].isin(["optimal", "time_limit"])
+        found = g["status"].isin(FOUND)
         hard, relaxed = g[found & ~g["relaxed"]], g[found & g["relaxed"]]
         rows.append({"dataset": name, "problems": len(g), "found": int(found.sum()),
                      "hard": len(hard), "verified by T0": int((hard["valid"] & hard["meets_threshold"]).sum()),

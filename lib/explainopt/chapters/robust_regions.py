@@ -655,11 +655,16 @@ def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
 
 
 def claim_ours_valid(frame3: pd.DataFrame) -> Claim:
-    """Every counterfactual of Algorithm 1 in Table 3's setting is valid (the model's own predict)."""
-    n = len(frame3)
-    valid = int(frame3["ours_valid"].sum()) if n else 0
-    return CLAIMS.claim("02-ours-valid", ours=f"{valid}/{n} valid under model.predict", holds=every(frame3["ours_valid"]) if n else None,
-                 evidence=n)
+    """Every counterfactual of Algorithm 1 in Table 3's setting is valid (the model's own predict), over the
+    instances where it returned one: an instance our time limit stopped inside the first master problem has
+    none (``ours_distance`` missing), which is no invalid counterfactual."""
+    found = frame3[frame3["ours_distance"].notna()] if "ours_distance" in frame3 else frame3
+    n = len(found)
+    valid = int(found["ours_valid"].sum()) if n else 0
+    none = len(frame3) - n
+    return CLAIMS.claim("02-ours-valid", ours=f"{valid}/{n} valid under model.predict", holds=every(found["ours_valid"]) if n else None,
+                        evidence=n, why=f"{none} of the {len(frame3)} instances returned no counterfactual (our time limit "
+                                        "stopped the first master problem) and are left out" if none else "")
 
 
 def claim_single_leaf(comparison: pd.DataFrame) -> Claim:
