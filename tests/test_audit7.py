@@ -55,7 +55,7 @@ def test_e2_one_cell_at_or_above_0_5_decides_the_low_agreement_claim_beside_a_mi
 
 
 def test_e2_one_plausibility_benchmark_faster_than_naive_decides_beside_a_missing_ratio():
-    assert C5.claim_benchmark_time(pd.Series({"COMPAS": 0.5, "Adult": np.nan})).verdict == DIFFERS
+    assert C5.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.5, "Adult": np.nan}, dtype=float), "capped": ""})).verdict == DIFFERS
 
 
 # --------------------------------------------------------------------------- E3: chapter 1 printing

@@ -221,13 +221,15 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
                                 ("lof", None, "no_solution", 99.0)]]
     rows[0]["fallback_from"] = "gurobi"
     times = CH.solve_time_frame(pd.DataFrame(rows))
-    assert len(times) == 6 and 99.0 not in set(times.solve_time)
+    assert len(times) == 7 and times.stopped.tolist() == [False] * 3 + [True] + [False] * 2 + [True]
     assert times.loc[0, "solver"] == "highs (gurobi refused)" and set(times.label) == {"naive", "Direct-SAA",
                                                                                       "isolation forest", "1-LOF"}
     ratio = CH.benchmark_time_ratio(times)
-    assert ratio["COMPAS"] == pytest.approx(6.0 / 2.0)      # median(8, 4) / median(1, 3)
+    assert ratio.loc["COMPAS", "ratio"] == pytest.approx(8.0 / 2.0)      # median(8, 4, 99) / median(1, 3)
+    assert ratio.loc["COMPAS", "capped"] == "numerator"               # 1-LOF's unsolved 99 s: a lower bound
     assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
-    assert CH.claim_benchmark_time(ratio * 0.1).verdict == DIFFERS
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4)).verdict == NOT_RUN   # a lower bound below 1 decides nothing
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped="")).verdict == DIFFERS
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
     ax = FIG.plot_solve_times(times)
     assert ax.get_yscale() == "log"
