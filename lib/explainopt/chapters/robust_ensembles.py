@@ -979,7 +979,7 @@ def claims(*, checks, table1, curves, points, times, correlation, table3, datase
            benchmark_times=None, evolving_curves=None, importance_counterfactuals=None) -> list[Claim]:
     """The chapter's claims, each decided from the run (*not run* where its data are missing);
     `importance_counterfactuals`: :func:`change_counts` of the importance tables behind `correlation`."""
-    benchmark_times = pd.Series(dtype=float) if benchmark_times is None else benchmark_times
+    benchmark_times = pd.DataFrame(columns=["ratio", "capped"]) if benchmark_times is None else benchmark_times
     if evolving_curves is None or evolving_curves.empty:
         evolving_curves = pd.DataFrame(columns=["dataset", "label", "target", "high", "n"])
     return [claim_verified(checks), claim_naive_below_half(table1), claim_spambase_naive(table1),
