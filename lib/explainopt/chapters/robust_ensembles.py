@@ -490,11 +490,10 @@ def solve_time_table(frame, *more):
     Only solves that returned a point count (``optimal`` or ``time_limit``); ``solved`` / ``problems``
     say how many, so a solver that failed shows as such instead of as a fast solver. ``refused by``: the
     commercial solver whose size-limited licence refused these problems, which the open-source
-    ``solver`` then solved (a row apart). ``at limit``: solves stopped by the time limit (their time
-    is the limit, so the mean is a lower bound); ``naive at limit`` / ``direct-saa at limit``: the solves of
-    each method the limit stopped, with a point (its time, the limit, in the mean) or without one (left out of
-    the mean, which then leaves out its slowest solves): either way the mean is a lower bound. ``reused``: Direct-SAA points that needed no solve of
-    their own (a lower threshold's optimum already met theirs, see
+    ``solver`` then solved (a row apart). ``at limit``: solves the time limit stopped, with a point (its
+    time, the limit, in the mean) or without one (left out of the mean, which then leaves out its slowest
+    solves): either way the mean is a lower bound; ``naive at limit`` / ``direct-saa at limit``: those of each
+    method. ``reused``: Direct-SAA points that needed no solve of their own (a lower threshold's optimum already met theirs, see
     :func:`~explainopt.counterfactuals.ensembles.ensemble_counterfactuals`). They are left out of the means
     and of ``solved``: the paper solves every threshold's problem, so its solve time is the time of a solve,
     and a reused point's 0 s would credit Direct-SAA with our chaining of the thresholds."""
@@ -511,7 +510,7 @@ def solve_time_table(frame, *more):
         means = ok.groupby("method")["solve_time"].mean()
         naive, direct = means.get("naive", float("nan")), means.get("direct-saa", float("nan"))
         rows.append({"dataset": name, "solver": solver, "refused by": refused, "problems": len(g),
-                     "solved": len(ok), "at limit": int((g.status == "time_limit").sum()),
+                     "solved": len(ok), "at limit": len(stopped),
                      **{f"{m} at limit": int((stopped.method == m).sum()) for m in ("naive", "direct-saa")},
                      "reused": int(g.loc[g.method == "direct-saa", "reused"].sum()), "naive": naive,
                      "direct-saa": direct, "ratio": direct / naive if naive > 0 else float("nan")})
