@@ -542,7 +542,18 @@ def _matrix_importable(name: str) -> bool:
 
 def one_sided(lower, upper):
     """The rows ``lower <= a x <= upper`` as one-sided ones: yields ``(sense, rows, rhs)`` for the senses
-    ``'='``, ``'>'`` and ``'<'`` (at least) that have rows, ``rows`` their indices."""
+    ``'='``, ``'>'`` and ``'<'`` (at least) that have rows, ``rows`` their indices.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from explainopt.solvers import one_sided
+    >>> for sense, rows, rhs in one_sided([1.0, 0.0, -np.inf], [1.0, 2.0, 3.0]):
+    ...     print(sense, rows.tolist(), rhs.tolist())
+    = [0] [1.0]
+    > [1] [0.0]
+    < [1, 2] [2.0, 3.0]
+    """
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
     equal = lower == upper
     for sense, keep, rhs in (("=", equal, lower), (">", ~equal & np.isfinite(lower), lower),
