@@ -493,7 +493,8 @@ def solve_time_table(frame, *more):
     ``solver`` then solved (a row apart). ``at limit``: solves the time limit stopped, with a point (its
     time, the limit, in the mean) or without one (left out of the mean, which then leaves out its slowest
     solves): either way the mean is a lower bound; ``naive at limit`` / ``direct-saa at limit``: those of each
-    method. ``reused``: Direct-SAA points that needed no solve of their own (a lower threshold's optimum already met theirs, see
+    method. ``reused``: Direct-SAA points that needed no solve of their own (a lower threshold's optimum
+    already met theirs, see
     :func:`~explainopt.counterfactuals.ensembles.ensemble_counterfactuals`). They are left out of the means
     and of ``solved``: the paper solves every threshold's problem, so its solve time is the time of a solve,
     and a reused point's 0 s would credit Direct-SAA with our chaining of the thresholds."""
@@ -551,9 +552,8 @@ def benchmark_time_ratio(times) -> pd.DataFrame:
     for name, g in times.groupby("dataset", sort=False):
         naive, bench = g[g.label == "naive"], g[g.label.isin(BENCHMARKS)]
         if len(naive) and len(bench) and naive["solve_time"].median() > 0:
-            capped = [side for side, part in (("numerator", bench), ("denominator", naive)) if part["stopped"].any()]
             out[name] = {"ratio": float(bench["solve_time"].median() / naive["solve_time"].median()),
-                         "capped": "both" if len(capped) == 2 else "".join(capped)}
+                         "capped": _capped(bench["stopped"].any(), naive["stopped"].any())}
     return pd.DataFrame.from_dict(out, orient="index", columns=["ratio", "capped"])
 
 
@@ -839,8 +839,12 @@ def _capped_side(row) -> str:
     """Which time of a :func:`solve_time_table` row's ratio Direct-SAA / naive is a lower bound, its method
     having solves the time limit stopped (averaged at the limit or, without a point, left out): "numerator"
     (Direct-SAA), "denominator" (naive), "both" or "" (none; a table without the counts has none)."""
-    capped = [side for side, m in (("numerator", "direct-saa"), ("denominator", "naive")) if row.get(f"{m} at limit", 0) > 0]
-    return "both" if len(capped) == 2 else "".join(capped)
+    return _capped(row.get("direct-saa at limit", 0) > 0, row.get("naive at limit", 0) > 0)
+
+
+def _capped(numerator: bool, denominator: bool) -> str:
+    """Which times of a ratio our time limit capped, as :data:`CAPPED_RATIO` names them ("" none)."""
+    return "both" if numerator and denominator else "numerator" if numerator else "denominator" if denominator else ""
 
 
 #: What a ratio is when our time limit capped its numerator's or denominator's time (a capped time is a
