@@ -587,6 +587,231 @@ def test_claims_list_every_table_and_figure_and_read_not_run_without_data():
     assert sum("Knapsack (CLEMO by SLSQP" in c.claim for c in claims) == 5
 
 
+# --------------------------------------------------- claims: printed numbers, capped and missing runs (audits 5-10)
+
+def _spp_with(f=None, theta=None):
+    """The SPP result with CLEMO's predicted objective `f` or the grid `theta` replaced."""
+    result = spp_result()
+    curves = dict(result["curves"])
+    if f is not None:
+        curves["CLEMO (SLSQP)"] = (f, curves["CLEMO (SLSQP)"][1])
+    if theta is not None:
+        curves["theta"] = theta
+    return {**result, "curves": curves}
+
+
+def test_an_objective_error_above_10_percent_does_not_print_as_10_0():
+    """Audit 5 C9: the SPP local accuracy printed on the wrong side of its bound."""
+    true_f = spp_result()["curves"]["true_f"]
+    c = CH.spp_local_claim(_spp_with(f=true_f * 1.1004))
+    assert c.verdict == DIFFERS and "within 10.0%" not in c.ours
+
+
+def test_a_missing_prediction_leaves_local_accuracy_not_run():
+    """Audit 5 C9."""
+    f = spp_result()["curves"]["true_f"].astype(float).copy()
+    f[4] = np.nan
+    assert CH.spp_local_claim(_spp_with(f=f)).verdict == NOT_RUN
+
+
+def test_no_theta_within_the_radius_is_not_run_not_an_error():
+    """Audit 5 C9."""
+    assert CH.spp_local_claim(_spp_with(theta=np.linspace(0.5, 1, 9))).verdict == NOT_RUN
+
+
+def test_a_missing_optimum_leaves_a_size_undecided_not_failed():
+    """Audit 6 D9: 03-convergence read a missing global optimum as a failure."""
+    run = run_history(FAST, n_items=5)
+    run["convex_loss"] = np.nan
+    assert CH.early_convergence(run) is None
+    runs = [run] + [run_history(FAST, n_items=n) for n in (10, 20, 40)]
+    c = CH.convergence_claim(runs)
+    assert c.verdict == NOT_RUN and "no global optimum" in c.why and "time cap" not in c.why
+
+
+def test_a_missing_loss_does_not_hide_a_later_one_within_1_percent():
+    """Audit 6 D9."""
+    assert CH.early_convergence(run_history([np.nan] + FAST[1:])) is True
+
+
+def test_spp_and_cvrp_numbers_print_on_their_side_of_the_rules_bounds():
+    """Audit 7 E5: chapter 3's numbers printed on the wrong side of their bounds."""
+    objective = CH.spp_claim(rows((30, 900, 200, 90), (30, 930, 100.004, 58)))   # > half of LR's 200
+    assert objective.verdict == DIFFERS and "→ 100.00," not in objective.ours
+    accuracy = CH.spp_claim(rows((30, 900, 200, 90), (30, 993.3, 6, 58)))          # 1023.3 > 1.1 × 930
+    assert accuracy.verdict == DIFFERS and not accuracy.ours.endswith("→ 1023")
+    feasibility = CH.spp_claim(rows((30, 900, 200, 90), (30, 930, 6, 89.996)))     # below LR's 90
+    assert feasibility.verdict == REPRODUCED and "90.00 → 90.00" not in feasibility.ours
+    cvrp = CH.cvrp_claim(rows((1.5, 365, 3.7, 235), (1.5, 340, 3.2, 235.496)), n_samples=1000, solution_limit=1000)
+    assert cvrp.verdict == REPRODUCED and "238.70 → 238.70" not in cvrp.ours
+
+
+def test_stability_values_outside_the_bound_print_outside_it():
+    """Audit 7 E5."""
+    fsi = judge(CH.knapsack_stability_claim, *frames(fsi=(3.0, 3.504)))
+    assert fsi.verdict == DIFFERS and "FSI gap 0.50," not in fsi.why + "," and "3.50 vs 3.00" not in fsi.ours
+    std = judge(CH.knapsack_std_claim, *frames(nstd=(1.0, 1.5004)))
+    assert (std.verdict == DIFFERS and not std.ours.split(" over")[0].endswith("to 1.50")
+            and "ratio 1.500," not in std.why + ",")
+
+
+def test_a_sigma_ratio_above_2_does_not_print_as_2_00():
+    """Audit 7 E5."""
+    table = _sigma_table([CH.DTR, CH.LR, CH.CONVEX], 10)
+    c = CH.knapsack_sigma_claim(table.assign(accuracy_std=table["accuracy_std"] * 2.004))
+    assert c.verdict == DIFFERS and c.ours != "ratio to the paper's 2.00"
+
+
+def test_an_slsqp_loss_above_1_percent_does_not_print_as_1_percent():
+    """Audit 7 E5."""
+    slsqp = knapsack_runs(method=CH.SLSQP, loss=(None, 4.0402))
+    convex = knapsack_runs(method=CH.CONVEX, loss=(None, 4.0))
+    c = CH.slsqp_optimum_claim(pd.concat([slsqp, convex[convex["method"] == CH.CONVEX]]))
+    assert c.verdict == DIFFERS and not c.ours.startswith("1% ")
+
+
+def _runtime_table(sizes, **columns):
+    """Table 3 with every size converged at the same times and losses, but for the `columns` given."""
+    frame = pd.DataFrame({"SLSQP (s)": 10.0, "LR (s)": 0.01, "DTR (s)": 0.1, "SLSQP status": "converged",
+                          "convex (s)": 1.0, "convex loss": 1.0, "SLSQP loss": 1.0},
+                         index=pd.Index(sizes, name="#items"))
+    for column, values in columns.items():
+        frame[column] = values
+    return frame
+
+
+def test_runtime_numbers_print_on_their_side_of_the_bounds():
+    """Audit 7 E5."""
+    ratio = CH.runtime_ratio_claim(_runtime_table([5, 10, 20, 40], **{"SLSQP (s)": [1.004, 10, 10, 10]}))
+    assert ratio.verdict == REPRODUCED and not ratio.ours.startswith("100x")
+    times = CH.benchmark_times_claim(_runtime_table([5, 10, 20, 40], **{"DTR (s)": [0.996, 0.1, 0.1, 0.1]}))
+    assert times.verdict == REPRODUCED and "to 1 s" not in times.ours
+    absolute = CH.runtime_absolute_claim(_runtime_table([5, 10], **{"SLSQP (s)": [3.004 * 8.54, 50.0]}))
+    assert absolute.verdict == DIFFERS and "to 3 times" not in absolute.why
+    fast = CH.convex_claim(_runtime_table([40], **{"convex (s)": [2.004]}))
+    assert fast.verdict == DIFFERS and not fast.ours.startswith("2.00 s")
+    loss = CH.convex_claim(_runtime_table([40], **{"convex loss": [1.00004]}))
+    assert loss.verdict == DIFFERS and "loss 1.0000 vs SLSQP 1.0000" not in loss.ours
+
+
+def _figure9_vrp(c02):
+    """A VRP result whose CLEMO contribution of c0,2 is `c02`."""
+    features = ["c0,2", "c0,8", "c1,2"]
+    return {"features": features, "components": ["x(2,0)"], "time_capped": 0, "chunks": 1,
+            "contributions": {"CLEMO (SLSQP)": [np.array([c02, 0.5, 0.4996])]}}
+
+
+def test_a_negative_figure9_contribution_does_not_print_as_zero():
+    """Audit 7 E5."""
+    c = CH.figure9_claim(_figure9_vrp(-0.0004), n_chunks=1)
+    assert c.verdict == REPRODUCED and "-0.000," not in c.ours and "+0.000," not in c.ours
+
+
+def test_one_size_that_fails_decides_the_runtime_claims_whatever_the_others_lack():
+    """Audit 7 E6: a failed size decides a claim over every size."""
+    assert CH.runtime_ratio_claim(_runtime_table([5], **{"SLSQP (s)": [0.5]})).verdict == DIFFERS
+    assert CH.benchmark_times_claim(_runtime_table([5], **{"DTR (s)": [2.0]})).verdict == DIFFERS
+    assert CH.runtime_absolute_claim(_runtime_table([5], **{"SLSQP (s)": [100.0]})).verdict == DIFFERS
+    # a size that holds beside missing ones still decides nothing
+    assert CH.runtime_ratio_claim(_runtime_table([5])).verdict == NOT_RUN
+
+
+def test_one_fit_that_fails_on_ten_instances_decides_sigma_whatever_another_lacks():
+    """Audit 7 E6."""
+    table = _sigma_table([CH.DTR, CH.LR, CH.CONVEX], 10)
+    table.loc[(KINDS[0], CH.DTR), "instances"] = 2
+    failing = table.copy()
+    failing.loc[failing.index.get_level_values("method") == CH.LR, "accuracy_std"] = 0.0001
+    assert CH.knapsack_sigma_claim(failing).verdict == DIFFERS
+    assert CH.knapsack_sigma_claim(table).verdict == NOT_RUN
+    few = table.copy()                                 # a failure on 2 instances decides nothing
+    few.loc[(KINDS[0], CH.DTR), "accuracy_std"] = 0.0001
+    assert CH.knapsack_sigma_claim(few).verdict == NOT_RUN
+
+
+def test_a_missing_figure9_contribution_is_undecided_not_failed():
+    """Audit 7 E7."""
+    assert CH.figure9_claim(_figure9_vrp(np.nan), n_chunks=1).verdict == NOT_RUN
+
+
+def test_a_capped_slsqp_time_within_3x_of_the_paper_decides_nothing():
+    """Audit 8 F3: a time-capped SLSQP time is a lower bound."""
+    # the book scale caps SLSQP at 10 s: a 5-item run stopped there is 1.17x the paper's 8.54 s, but its own time
+    # is unknown
+    capped = table3(slsqp_s=(10.0, 60.0, 1, 1), status=("time_limit", "converged", "converged", "converged"))
+    assert CH.runtime_absolute_claim(capped).verdict == NOT_RUN
+
+
+def test_a_capped_slsqp_time_does_not_read_faster_than_the_paper():
+    """Audit 8 F3."""
+    capped = table3(slsqp_s=(8.0, 10.0, 1, 1), status=("converged", "time_limit", "converged", "converged"))
+    c = CH.runtime_absolute_claim(capped)
+    assert c.verdict == NOT_RUN and "faster" not in c.why
+
+
+def test_a_capped_time_already_beyond_3x_decides_the_failure():
+    """Audit 8 F3."""
+    capped = table3(slsqp_s=(30.0, 60.0, 1, 1), status=("time_limit", "converged", "converged", "converged"))
+    assert CH.runtime_absolute_claim(capped).verdict == DIFFERS
+
+
+def test_a_capped_slsqp_time_below_100x_lr_does_not_fail_the_ratio_claim():
+    """Audit 8 F3."""
+    # a run stopped at the cap would have taken longer: a ratio of 50 there is a lower bound, not a failure
+    capped = table3(slsqp_s=(1.0, 2.0, 5.0, 0.05), lr_s=0.001)
+    assert CH.runtime_ratio_claim(capped).verdict == NOT_RUN
+    assert CH.runtime_ratio_claim(table3(slsqp_s=(1.0, 2.0, 5.0, 0.2), lr_s=0.001)).verdict == REPRODUCED
+    uncapped = table3(slsqp_s=(1.0, 0.05, 5.0, 10.0), lr_s=0.001)       # 10 items converged at 50x LR
+    assert CH.runtime_ratio_claim(uncapped).verdict == DIFFERS
+
+
+def _scatter_runs(coherent: int):
+    """Every type's 10 matched runs, `coherent` of them with LR and CLEMO both at incoherence 0 (a cut 0/0)."""
+    runs = per_run()
+    both_coherent = runs["resample"] < coherent
+    runs.loc[both_coherent, ["objective_incoherence", "incoherence"]] = 0.0
+    return runs
+
+
+def test_scatter_runs_left_out_as_0_over_0_are_no_evidence():
+    """Audit 9 G1: 03-scatter counted the runs it leaves out as evidence."""
+    # 9 of every type's 10 runs are left out (LR already coherent): one run per type is not the rule's 10
+    c = CH.scatter_claim(_scatter_runs(9))
+    assert c.verdict == NOT_RUN and c.evidence == 1
+    assert "36 runs where LR's incoherence is 0 left out" in c.why
+
+
+def test_scatter_with_every_run_defined_still_holds_and_fails():
+    """Audit 9 G1 (guard)."""
+    assert CH.scatter_claim(_scatter_runs(0)).verdict == REPRODUCED
+    assert CH.scatter_claim(per_run(clemo=(1.1, 20.0))).verdict == DIFFERS
+
+
+def _slsqp_table2(capped: list[int]) -> pd.DataFrame:
+    """Table 2's SLSQP rows, 10 instances per type with the paper's own σ/μ, `capped` runs per type."""
+    rows = [{"kind": k, "method": CH.SLSQP, "instances": 10, "capped": n,
+             "accuracy_mean": CH.PAPER_TABLE2.loc[(k, "CLEMO"), "accuracy_mean"],
+             "accuracy_std": CH.PAPER_TABLE2.loc[(k, "CLEMO"), "accuracy_std"]}
+            for k, n in zip(CH.KNAPSACK_TYPES, capped)]
+    return pd.DataFrame(rows).set_index(["kind", "method"])
+
+
+def test_sigma_slsqp_is_not_run_on_the_one_type_left_after_dropping_capped_ones():
+    """Audit 10 H2: 03-knapsack-sigma-slsqp counted capped types as evidence."""
+    # three of the four types have capped SLSQP runs, so their σ is left out; the claim reads reproduced "for every
+    # type" on the fourth alone, with evidence 10 counted on the types it left out
+    c = CH.knapsack_sigma_claim(_slsqp_table2([3, 3, 3, 0]), id="03-knapsack-sigma-slsqp")
+    assert c.verdict == NOT_RUN and c.evidence == 0
+
+
+def test_sigma_slsqp_uncapped_still_holds_and_a_failure_still_decides():
+    """Audit 10 H2 (guard)."""
+    assert CH.knapsack_sigma_claim(_slsqp_table2([0, 0, 0, 0]), id="03-knapsack-sigma-slsqp").verdict == REPRODUCED
+    failing = _slsqp_table2([3, 0, 0, 0])
+    failing.loc[(CH.KNAPSACK_TYPES[1], CH.SLSQP), "accuracy_std"] *= 5
+    assert CH.knapsack_sigma_claim(failing, id="03-knapsack-sigma-slsqp").verdict == DIFFERS
+
+
 # --------------------------------------------------------------------------- sentences and figures from the run
 
 def test_figure1_note_says_whether_the_fits_coincide():

@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pandas as pd
 import pytest
+from test_claims import printed_side
 
 from explainopt import attributions as A
 from explainopt import experiments
@@ -314,6 +315,56 @@ def test_a_stored_cell_gives_back_the_same_result():
         k: v for k, v in expected.items() if k != "solve_time_s"}
     assert list(CH.results_table([back]).columns) == CH.SUMMARY_COLUMNS
     assert list(CH.results_table([]).columns) == CH.SUMMARY_COLUMNS
+
+
+# ------------------------------------------------------------ claims: printed numbers, missing values (audits 6, 7)
+
+def test_a_deviation_above_the_tolerance_does_not_print_as_it():
+    """Audit 6 D8: 01-on-constraint printed a deviation above the tolerance as the tolerance."""
+    c = CH.claim_on_constraint(solved_table([1.0, 1 + 1.04e-4]))
+    assert c.verdict == R.DIFFERS and "1.0e-04" not in c.ours
+
+
+def test_one_problem_off_the_constraint_decides_whatever_another_lacks():
+    """Audit 6 D8: a missing ratio beside one off the constraint left 01-on-constraint undecided."""
+    c = CH.claim_on_constraint(solved_table([np.nan, 1.5]))
+    assert c.verdict == R.DIFFERS and "missing for 1" in c.why
+
+
+def test_one_cell_at_or_above_0_5_decides_the_low_agreement_claim_beside_a_missing_cell():
+    """Audit 7 E2: one present failure decides a claim over several cells."""
+    strict = agreement({(4, "x^3", 0.5): 0.7, (4, "sin x^3", 0.5): np.nan})
+    assert CH.claim_low_agreement_in_4d(strict).verdict == R.DIFFERS
+
+
+def test_a_mean_agreement_below_0_8_does_not_print_as_0_800():
+    """Audit 7 E3: chapter 1's numbers printed on the wrong side of their bounds."""
+    c = CH.claim_high_agreement_in_2d(agreement({(2, "x^3", 0.5): 0.79992, (2, "sin x^3", 0.5): 0.8}))
+    assert c.verdict == R.DIFFERS
+    assert printed_side(c.ours.split(",")[0].removeprefix("mean "), 0.8) == -1
+
+
+def test_an_agreement_below_0_5_does_not_print_as_0_500():
+    """Audit 7 E3."""
+    c = CH.claim_low_agreement_in_4d(agreement({(4, "x^3", 0.5): 0.4999, (4, "sin x^3", 0.5): 0.3}))
+    assert c.verdict == R.REPRODUCED and "0.500" not in c.ours
+
+
+def test_a_strictly_lower_mean_does_not_print_equal_to_the_previous_ones():
+    """Audit 7 E3."""
+    strict = agreement({(2, "x^3", 0.5): 0.8004, (3, "x^3", 0.5): 0.8001, (4, "x^3", 0.5): 0.5})
+    c = CH.claim_agreement_decreases(strict)
+    shown = [part.split(": ")[1] for part in c.ours.split(", ")]
+    assert c.verdict == R.REPRODUCED and shown[0] != shown[1]
+
+
+def test_a_rank_correlation_above_minus_0_5_does_not_print_as_minus_0_50(monkeypatch):
+    """Audit 7 E3."""
+    monkeypatch.setattr(CH, "rank_correlation", lambda *args, **kwargs: -0.496)
+    table = pd.DataFrame({"agreement": [0.2, 0.4, 0.6, 0.8]}, index=["a", "b", "c", "d"])
+    c = CH.claim_rough_functions_disagree(table)
+    assert c.verdict == R.PARTLY
+    assert printed_side(c.ours.split(" over")[0].removeprefix("ρ = "), CH.ROUGH_RHO) == 1
 
 
 # --------------------------------------------------------------------------- steep or oscillatory gradients

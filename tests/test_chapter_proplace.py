@@ -415,6 +415,123 @@ def test_with_no_stored_cell_the_chapter_renders_and_its_claims_read_not_run(pre
     assert CH.summary(table, pd.DataFrame(), log, n_retrained=2)
 
 
+# ------------------------------------------------------------ claims on the paper's own table, changed (audits 5-8)
+
+def _changed(table, changes=None):
+    """`table` with each {(method, data set or None for every one, column): value} of `changes` set."""
+    for (method, dataset, column), value in (changes or {}).items():
+        table.loc[(table["method"] == method) & ((table["dataset"] == dataset) if dataset else True), column] = value
+    return table
+
+
+def paper_like_with(changes=None):
+    """The paper's own Table 1 with `changes` (see :func:`_changed`)."""
+    return _changed(paper_like(), changes)
+
+
+def _float_paper_like_with(changes=None):
+    """The paper's own Table 1, its vr and vΔ as floats, with `changes`."""
+    table = paper_like()
+    table[["vr", "vΔ"]] = table[["vr", "vΔ"]].astype(float)
+    return _changed(table, changes)
+
+
+def test_a_data_set_counts_once_when_a_baseline_and_its_stand_in_both_ran():
+    """Audit 5 C7: 04-baselines-robust counted a data set twice when a baseline and its stand-in both ran."""
+    table = paper_like_with({("ROAR", "give_me_some_credit", "vΔ"): 0.0, ("ROAR", "heloc", "vΔ"): 0.0})
+    style = table[table["method"] == "ROAR"].assign(method="ROAR-style")
+    c = CH.claim_baselines_robust(pd.concat([table, style], ignore_index=True))
+    assert c.verdict == DIFFERS and "ROAR 2" in c.ours
+
+
+def test_a_missing_proto_r_number_elsewhere_does_not_decide_the_adult_claim():
+    """Audit 5 C8: 04-proto-r-adult."""
+    c = CH.claim_proto_r_adult(paper_like_with({("Proto-R", "heloc", "vΔ"): np.nan}))
+    assert c.verdict in (REPRODUCED, PARTLY)
+
+
+def test_proto_r_numbers_print_on_the_side_of_the_claims_bounds():
+    """Audit 5 C8."""
+    below_100 = CH.claim_proto_r_adult(paper_like_with({("Proto-R", None, "vΔ"): 100.0,
+                                                         ("Proto-R", "adult", "vΔ"): 99.6}))
+    assert below_100.verdict == REPRODUCED and "adult: 100" not in below_100.ours
+    below_heloc = CH.claim_proto_r_adult(paper_like_with({("Proto-R", "adult", "vΔ"): 55.3,
+                                                           ("Proto-R", "heloc", "vΔ"): 55.4}))
+    assert below_heloc.verdict == REPRODUCED and "heloc: 55.4" in below_heloc.ours    # not "55" as adult's
+
+
+def test_a_missing_proto_r_number_on_adult_reads_not_run_not_an_error():
+    """Audit 6 D2: 04-proto-r-adult."""
+    assert CH.claim_proto_r_adult(_float_paper_like_with({("Proto-R", "adult", "vΔ"): np.nan})).verdict == NOT_RUN
+
+
+def test_one_data_set_below_100_decides_vdelta_whatever_another_lacks():
+    """Audit 6 D3: 04-vdelta-100 and 04-vr-100."""
+    table = _float_paper_like_with({("PROPLACE", "adult", "vΔ"): np.nan,
+                                    ("PROPLACE", "heloc", "vΔ"): 60.0}).assign(found=100.0)
+    assert CH.claim_delta_validity(table).verdict == DIFFERS
+    table = _float_paper_like_with({("PROPLACE", "adult", "vr"): np.nan, ("PROPLACE", "heloc", "vr"): 60.0})
+    assert CH.claim_retrained_validity(table, n_retrained=20).verdict == DIFFERS
+
+
+def test_a_rate_below_99_9_does_not_print_as_100():
+    """Audit 6 D3."""
+    c = CH.claim_delta_validity(_float_paper_like_with({("PROPLACE", "adult", "vΔ"): 99.6}).assign(found=100.0))
+    assert c.verdict == DIFFERS and "adult: 100" not in c.ours
+    c = CH.claim_retrained_validity(_float_paper_like_with({("PROPLACE", "adult", "vr"): 99.86}), n_retrained=20)
+    assert c.verdict == DIFFERS and "adult: 99.9," not in c.ours
+
+
+OTHERS_THAN_RBR = ["WCE", "RobX", "ROAR", "Proto-R", "MILP-R", "PROPLACE"]
+
+
+def test_rbr_is_not_lowest_where_no_other_method_has_an_l1():
+    """Audit 6 D4: 04-rbr-l1-not-robust."""
+    c = CH.claim_rbr(_float_paper_like_with({(m, None, "l1"): np.nan for m in OTHERS_THAN_RBR}))
+    assert c.verdict == NOT_RUN and "lowest l1 on 0 of 4" in c.ours          # was "4 of 4", reproduced
+    assert CH.lowest_datasets(CH.ours(_float_paper_like_with()), "RBR", "l1") == ["give_me_some_credit", "heloc"]
+
+
+def test_wce_is_not_least_robust_where_no_other_method_has_a_vr():
+    """Audit 6 D4: 04-wce-least-robust."""
+    lacking = {(m, None, "vr"): np.nan for m in OTHERS_THAN_RBR if m != "WCE"} | {("RBR", None, "vr"): np.nan}
+    c = CH.claim_wce_least_robust(_float_paper_like_with(lacking))
+    assert c.verdict == NOT_RUN
+
+
+def test_rbr_vdelta_below_80_does_not_print_as_80():
+    """Audit 6 D4."""
+    c = CH.claim_rbr(_float_paper_like_with({("RBR", "compas", "vΔ"): 79.6}))
+    assert "compas: 80" not in c.ours
+
+
+def test_a_missing_baseline_number_leaves_its_robustness_undecided_not_failed():
+    """Audit 7 E9: a missing vr read as "not robust"."""
+    robust = {m: CH.robust_datasets(paper_like(), m) for m in CH.ROBUST_BASELINES}
+    table = paper_like_with({("RobX", robust["RobX"][0], "vr"): np.nan})
+    assert CH.claim_baselines_robust(paper_like()).verdict != DIFFERS
+    assert CH.claim_baselines_robust(table).verdict == NOT_RUN
+    # a present number below the threshold still decides
+    failing = paper_like_with({("RobX", robust["RobX"][0], "vr"): 10.0, ("RobX", robust["RobX"][1], "vr"): np.nan})
+    assert CH.claim_baselines_robust(failing).verdict == DIFFERS
+
+
+def test_wce_tied_with_every_method_is_not_the_least_robust():
+    """Audit 8 F2: a tie of every method is not "least robust"."""
+    paper = paper_like()
+    assert CH.claim_wce_least_robust(paper).verdict == REPRODUCED        # the paper's table: WCE strictly lowest
+    tied = paper.copy()
+    tied.loc[tied["dataset"] == "heloc", "vr"] = 100.0                  # every method 100 on heloc, WCE too
+    c = CH.claim_wce_least_robust(tied)
+    assert c.verdict == DIFFERS and "lowest vr on 3 of 4" in c.ours
+
+
+def test_wce_sharing_the_lowest_vr_with_another_method_still_counts():
+    """Audit 8 F2."""
+    shared = paper_like_with({("RBR", "heloc", "vr"): 49.0})              # WCE 49 = RBR 49, the rest higher
+    assert CH.claim_wce_least_robust(shared).verdict == REPRODUCED
+
+
 # ------------------------------------------------------- the networks as cells of the results store (issue 13)
 
 

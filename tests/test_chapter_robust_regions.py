@@ -414,6 +414,124 @@ def test_paper_claims_list_every_claim_and_read_not_run_on_an_empty_run():
     assert len(claims) == 12 and {c.verdict for c in claims} == {NOT_RUN}
 
 
+# -------------------------------------- claims: printed numbers, early stops, missing counterfactuals (audits 5-10)
+
+@pytest.mark.parametrize("k, n", [(9, 46), (8, 41)])
+def test_a_baseline_rate_below_20_percent_does_not_print_as_20(k, n):
+    """Audit 5 C3: Table 3's rates printed on the wrong side of their bounds."""
+    c = CH.claim_baseline_not_robust(_baselines([False] * k + [True] * (n - k), [True] * n, [True] * n))
+    assert c.verdict == DIFFERS and not c.ours.startswith("20%")
+
+
+def test_one_invalid_counterfactual_in_250_does_not_print_as_0_percent():
+    """Audit 5 C3."""
+    c = CH.claim_baseline_invalid(_baselines([True] * 250, [False] + [True] * 249, [True] * 250))
+    assert c.verdict == REPRODUCED and not c.ours.startswith("0%")
+
+
+def test_ours_robust_below_80_percent_does_not_print_as_80():
+    """Audit 5 C3."""
+    c = CH.claim_ours_robust(_baselines([True] * 250, [True] * 250, [True] * 199 + [False] * 51))
+    assert c.verdict == DIFFERS and not c.ours.startswith("80%")
+
+
+def _stops(early: int, n: int) -> pd.DataFrame:
+    """Instances of one solver, `early` of the `n` stopped early at the time limit."""
+    return pd.DataFrame({"early_stop": [True] * early + [False] * (n - early), "solver": ["highs"] * n})
+
+
+@pytest.mark.parametrize("ratios, early, n, hidden", [([0.5], 11, 108, " 10% of"),
+                                                      ([3.004], 0, 10, "ratio ours/paper 3.00 ")])
+def test_times_print_on_their_side_of_the_bounds(ratios, early, n, hidden):
+    """Audit 6 D6: 02-times printed its share and ratio on the wrong side of their bounds."""
+    c = CH.claim_times([pd.DataFrame({"ratio": ratios})], _stops(early, n), time_limit=1000)  # audit 8's F4
+    assert c.verdict == DIFFERS and hidden not in c.ours
+
+
+def test_an_iterations_ratio_above_1_does_not_print_as_1_00():
+    """Audit 6 D7: 02-iterations-complexity."""
+    c = CH.claim_iterations_complexity({"iterations_ratio": 1.004})
+    assert c.verdict == REPRODUCED and "1.00 " not in c.ours
+
+
+def test_a_model_size_ratio_above_the_features_ratio_does_not_print_equal_to_it():
+    """Audit 7 E4: chapter 2's numbers printed on the wrong side of their bounds, or as "nan"."""
+    c = CH.claim_complexity({"complexity_ratio": 2.04, "features_ratio": 1.96})
+    assert c.verdict == REPRODUCED and "2.0 (model size) vs 2.0 (features)" not in c.ours
+    assert "nan" not in CH.claim_complexity({"complexity_ratio": np.nan, "features_ratio": 1.0}).ours
+
+
+def _leaf_times(exact, heuristic):
+    return pd.DataFrame({"farther": [True], "closer": [False], "exact_time": [exact], "heuristic_time": [heuristic]})
+
+
+def test_a_faster_heuristic_does_not_print_as_fast_as_algorithm_1():
+    """Audit 7 E4."""
+    c = CH.claim_single_leaf(_leaf_times(0.0124, 0.0123))
+    assert c.verdict == REPRODUCED and "0.012 s vs 0.012 s" not in c.ours
+
+
+def test_a_missing_time_leaves_the_single_leaf_claim_undecided_not_failed():
+    """Audit 7 E4."""
+    assert CH.claim_single_leaf(_leaf_times(np.nan, 0.01)).verdict == NOT_RUN
+
+
+def _invalid_baselines(n: int, invalid: int) -> pd.DataFrame:
+    return _baselines([True] * n, [False] * invalid + [True] * (n - invalid), [True] * n)
+
+
+def test_one_invalid_baseline_counterfactual_decides_sometimes_invalid_below_the_minimum():
+    """Audit 8 F1: an invalid counterfactual decides "sometimes invalid" whatever the count."""
+    # the paper scale's committed evidence: 1 invalid of 23 (4%); no further counterfactual can bring the share to 0
+    c = CH.claim_baseline_invalid(_invalid_baselines(23, 1))
+    assert c.verdict == REPRODUCED and c.evidence == 23 and not c.explanation
+
+
+def test_baseline_invalid_without_an_invalid_one_below_the_minimum_stays_undecided_and_can_still_fail():
+    """Audit 8 F1."""
+    assert CH.claim_baseline_invalid(_invalid_baselines(23, 0)).verdict == NOT_RUN
+    assert CH.claim_baseline_invalid(_invalid_baselines(CH.MIN_TABLE3, 0)).verdict == DIFFERS
+    assert CH.claim_baseline_invalid(_invalid_baselines(CH.MIN_TABLE3, 4)).verdict == REPRODUCED
+
+
+def test_early_stops_at_the_book_scales_8_s_limit_do_not_fail_the_paper_times():
+    """Audit 8 F4: early stops at a time limit below the paper's 1000 s."""
+    # the book scale's committed evidence: median ratio 0.33, 14 of 99 instances stopped at its 8 s limit
+    c = CH.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(14, 99), time_limit=8)
+    assert c.verdict == NOT_RUN and "1000" in c.why
+
+
+def test_early_stops_at_the_papers_limit_still_decide_and_a_slow_median_still_fails_below_it():
+    """Audit 8 F4."""
+    at_paper_limit = CH.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(14, 99), time_limit=1000)
+    assert at_paper_limit.verdict == DIFFERS
+    slow = CH.claim_times([pd.DataFrame({"ratio": [4.0, 5.0, 6.0]})], _stops(14, 99), time_limit=8)
+    assert slow.verdict == DIFFERS
+    few = CH.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(5, 99), time_limit=8)
+    assert few.verdict == REPRODUCED
+
+
+def test_ours_valid_does_not_fail_on_an_instance_without_a_counterfactual():
+    """Audit 10 H3: 02-ours-valid read "no counterfactual" as an invalid one."""
+    # our time limit hit inside the first master problem: no region, no counterfactual (ours_distance NaN); the
+    # row's ours_valid is False and used to decide "our counterfactuals are always valid" (differs)
+    frame = _baselines([True] * 3, [True] * 3, [True, True, False])
+    frame["ours_distance"] = [0.1, 0.2, np.nan]
+    frame.loc[2, "ours_valid"] = False
+    c = CH.claim_ours_valid(frame)
+    assert c.verdict == REPRODUCED and c.evidence == 2 and "1 of the 3" in c.why
+
+
+def test_ours_valid_still_fails_on_an_invalid_counterfactual_and_reads_not_run_without_one():
+    """Audit 10 H3."""
+    frame = _baselines([True] * 2, [True] * 2, [True] * 2)
+    frame["ours_distance"] = [0.1, 0.2]
+    frame.loc[1, "ours_valid"] = False
+    assert CH.claim_ours_valid(frame).verdict == DIFFERS
+    frame["ours_distance"] = np.nan
+    assert CH.claim_ours_valid(frame).verdict == NOT_RUN
+
+
 # --------------------------------------------------------------------------- captions
 
 def _tree_run(depth: int, iterations: int, status="converged") -> dict:

@@ -105,6 +105,45 @@ def test_theory_hypothesis_catches_a_counterfactual_closer_than_the_nearest():
     assert all(c.verdict == NOT_RUN for c in CH.claims(pd.DataFrame(columns=ok.columns)))
 
 
+def _pairs(ours, base, col="retrained"):
+    """Nearest and region counterfactuals of a forest on the same factuals, their `col` valued `base` and `ours`."""
+    fields = dict(col=col, status="converged", excess_distance=np.nan)
+    return pd.DataFrame(_rows(CH.NEAREST, "forest", base, **fields)
+                        + _rows(CH.REGION, "forest", ours, param=CH.RHO, **fields))
+
+
+def test_a_sign_test_p_above_5_percent_does_not_print_as_0_05():
+    """Audit 5 C5: chapter 6's hypotheses printed their numbers on the wrong side of the bounds."""
+    c = CH.h6_region_retrained_forest(_pairs([0.9] * 44 + [0.1] * 29, [0.1] * 44 + [0.9] * 29))
+    assert c.verdict == DIFFERS and "p = 0.05)" not in c.ours
+
+
+def test_a_higher_mean_does_not_print_as_an_equal_one():
+    """Audit 5 C5."""
+    c = CH.h6_region_retrained_forest(_pairs([0.3334] * 6, [0.3331] * 6))
+    assert c.verdict == REPRODUCED and "mean 0.333 vs 0.333" not in c.ours
+
+
+def _excess(method, values, **fields):
+    """Counterfactuals of a network with these excess distances."""
+    return _rows(method, "network", values, col="excess_distance", status="converged", **fields)
+
+
+def test_h1_does_not_count_the_nearest_counterfactual_against_itself():
+    """Audit 5 C6: H1 compared the nearest counterfactual with itself."""
+    only_nearest = pd.DataFrame(_excess(CH.NEAREST, [0.0, 0.0, 0.0]))
+    assert CH.h1_nearest_closest(only_nearest).verdict == NOT_RUN        # no other method was compared
+    with_others = pd.DataFrame(_excess(CH.NEAREST, [0.0] * 3) + _excess(CH.PROPLACE, [0.1, 0.2, 0.3]))
+    c = CH.h1_nearest_closest(with_others)
+    assert c.verdict == REPRODUCED and c.evidence == 3 and "smallest excess distance 0.1 over 3" in c.ours
+
+
+def test_one_counterexample_decides_a_hypothesis_on_every_counterfactual():
+    """Audit 5 C6."""
+    df = pd.DataFrame(_excess(CH.NEAREST, [0.0]) + _excess(CH.PROPLACE, [-0.5], factual=1))
+    assert CH.h1_nearest_closest(df).verdict == DIFFERS
+
+
 def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
     table = CH.hypotheses_table()
     assert len(table) == 11 and set(table["kind"]) == {CH.THEORY, CH.NEW}

@@ -3,10 +3,12 @@
 (test_claim_fixtures.py shows each claim holds on a declared fixture, fails on its perturbation, is not run on no data)."""
 
 import inspect
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
 import pytest
+from test_chapter_proplace import GOOD, paper_like_with, table_of
 
 from explainopt import reporting, verdicts
 from explainopt.chapters import clemo as C3
@@ -106,6 +108,63 @@ def test_matched_share_of_chapter_2_ignores_unmatched_configurations():
     assert C2.matched_share(wide, 0.05, 0.01) == (0.0, 26)
 
 
+# --------------------------------------------------------------------------- a number printed beside its bounds
+
+def printed_side(text: str, bound: float) -> int:
+    """The side of `bound` a printed number ("10.0%", "−0.50", "2.0x") reads on: 1 above, -1 below, 0 on it."""
+    text = text.strip().replace("−", "-")
+    shown = Decimal(text.rstrip("x%")) / (100 if text.endswith("%") else 1)
+    return (shown > Decimal(repr(bound))) - (shown < Decimal(repr(bound)))
+
+
+@pytest.mark.parametrize("value, fmt, bound", [
+    (0.99 + 1e-13, ".1%", 0.99),        # gave up after 10 more decimals: "99.0000000000%"
+    (2.2e-16, "+.1%", 0.0),             # a round-off cost "above 0": "+0.0000000000%"
+    (0.1230001, ".1%", 0.123),          # compared in binary: float("12.3") / 100 > 0.123, so "12.3%"
+    (0.5 - 6e-15, ".0%", 0.5),
+])
+def test_beside_shows_the_decimals_that_put_a_number_on_its_side_of_the_bound(value, fmt, bound):
+    """Audit 5 C2: B2's beside gave up after 10 more decimals and compared the printed number in binary."""
+    text = verdicts.beside(value, fmt, bound)
+    shown = Decimal(text.rstrip("%")) - Decimal(repr(bound)) * (100 if fmt.endswith("%") else 1)
+    assert (shown > 0) - (shown < 0) == int(np.sign(value - bound)), text
+
+
+def test_beside_also_takes_significant_digit_formats():
+    """Audit 5 C2."""
+    assert verdicts.beside(0.05032183876011786, ".2g", 0.05) == "0.0503"
+    assert verdicts.beside(3.8e-06, ".2g", 0.05) == "3.8e-06"
+
+
+@pytest.mark.parametrize("value, fmt, bound", [
+    (0.09999999999999999, ".1%", 0.1),    # Python's "%" multiplies by 100 in binary: 10.0 exactly
+    (0.9500000000000001, ".0%", 0.95),
+    (0.049999999999999996, "+.1%", 0.05),
+    (1e-50, ".1%", 0.0),                  # 40 more decimals cannot show it: "0.000...0%"
+    (-1e-45, ".2f", 0.0),
+])
+def test_beside_puts_a_number_on_its_side_of_the_bound_in_a_short_text_whatever_binary_percent_gives(value, fmt, bound):
+    """Audit 6 D1: beside after audit 5's fix, on percentages rounded in binary and on tiny values."""
+    text = verdicts.beside(value, fmt, bound)
+    assert printed_side(text, bound) == (value > bound) - (value < bound), text
+    assert len(text) < 30, text
+
+
+def test_beside_leaves_a_missing_bound_out():
+    """Audit 6 D1."""
+    assert verdicts.beside(0.5, ".1%", np.nan) == "50.0%"          # raised decimal.InvalidOperation
+    assert verdicts.beside(0.3334, ".3g", 0.3, np.nan) == "0.333"
+
+
+def test_beside_prints_a_missing_number_as_n_a_not_nan():
+    """Audit 7 E1: beside printed NaN as "nan", in chapter 2's and chapter 4's claims too."""
+    assert verdicts.beside(float("nan"), ".2f", 1.0) == "n/a"
+    assert verdicts.beside(float("nan"), ".0%", 0.1) == "n/a"
+    assert "nan" not in C2.claim_iterations_complexity({"iterations_ratio": float("nan")}).ours
+    wce = paper_like_with({("WCE", "heloc", "vr"): np.nan})
+    assert "nan" not in C4.claim_wce_least_robust(wce).ours
+
+
 # --------------------------------------------------------------------------- chapters' own rules
 
 def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
@@ -125,7 +184,6 @@ def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
 
 
 def test_chapter_4_claims_explain_a_vr_gap_most_methods_share_as_the_retraining_set_up_or_settings():
-    from test_chapter_proplace import GOOD, table_of
     rows = {ds: dict(methods) for ds, methods in GOOD.items()}
     table = table_of(rows)
     table.loc[table["method"] == "PROPLACE", "vr"] = 90.0

@@ -127,6 +127,12 @@ def test_scale_changes_lists_only_verdicts_that_moved(tmp_path):
     assert reporting.scale_changes(paper, tmp_path / "absent.json").empty
 
 
+def test_every_is_decided_by_a_present_failure_whatever_another_value_lacks():
+    """Audit 7 E2: a claim over several items read "not run" although a present item already failed."""
+    assert reporting.every([5.0, np.nan], lambda v: v < 3) is False
+    assert reporting.every([1.0, np.nan], lambda v: v < 3) is None
+
+
 # --------------------------------------------------------------------------- tables in the text
 
 def test_one_number_format_for_every_table():
