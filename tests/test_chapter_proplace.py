@@ -583,6 +583,7 @@ def test_audit14_the_sample_sentence_does_not_give_the_sparsest_data_sets_factua
     at the paper scale, where only give_me_some_credit has 28 (adult and heloc 50, compas 45): the fewest is not
     every data set's count."""
     table = paper_like()
+    table["paper l1"] = table["l1"]
     counts = {"adult": 50, "compas": 45, "give_me_some_credit": 28, "heloc": 50}
     table["n"] = table["dataset"].map(counts)
     table.loc[(table["method"] == "PROPLACE") & (table["dataset"] == "compas"), "vr"] = 96.3
