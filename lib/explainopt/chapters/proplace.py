@@ -868,6 +868,13 @@ def _evidence(table: pd.DataFrame) -> int:
     return int(pp["n"].min()) if len(pp) and not pp["n"].isna().all() else 0
 
 
+def _factuals_text(table: pd.DataFrame) -> str:
+    """PROPLACE's factuals per data set in words: "8 factuals", or "28-50 factuals" where the data sets differ."""
+    n = _by_dataset(table)["n"].dropna()
+    low, high = (int(n.min()), int(n.max())) if len(n) else (0, 0)
+    return f"{low} factuals" if low == high else f"{low}-{high} factuals"
+
+
 def _and(items) -> str:
     items = list(items)
     return " and ".join([", ".join(items[:-1]), items[-1]] if len(items) > 1 else items)
@@ -938,7 +945,7 @@ def claim_retrained_validity(table: pd.DataFrame, *, n_retrained: int) -> Declar
     paper = SCALES["paper"]
     evidence = _evidence(table)
     smaller = evidence < paper["n_factuals"] or n_retrained < paper["n_both"] + paper["n_loo"]
-    sample = (f"{evidence} factuals × {n_retrained} retrained networks per data set (the paper: "
+    sample = (f"{_factuals_text(table)} × {n_retrained} retrained networks per data set (the paper: "
               f"{paper['n_factuals']} × {paper['n_both'] + paper['n_loo']})")
     missed = [ds for ds, v in pp["vr"].items() if v < 99.9]
     gaps = []
@@ -1212,7 +1219,7 @@ def summary(table: pd.DataFrame, inner: pd.DataFrame, log: pd.DataFrame, *, n_re
                    _not_run_why(methods), "no per-method tuning for vr"]
     evidence = _evidence(table)
     if evidence < paper["n_factuals"] or n_retrained < paper["n_both"] + paper["n_loo"]:
-        differences.insert(0, f"{evidence} factuals and {n_retrained} retrained networks per data set (the paper: "
+        differences.insert(0, f"{_factuals_text(table)} and {n_retrained} retrained networks per data set (the paper: "
                               f"{paper['n_factuals']} and {paper['n_both'] + paper['n_loo']})")
     lines.append("- **Differences from the paper:** " + "; ".join(differences) + ".")
     return "\n".join(lines)
