@@ -116,8 +116,9 @@ KNAPSACK = {"objective": (C3.knapsack_objective_claim, dict(objective=(1.0, 0.3)
 
 def _knapsack(name, method):
     claim, good, bad = KNAPSACK[name]
-    return {"holds": lambda: T3.judge(claim, *T3.frames(method=method, **good), method=method),
-            "fails": lambda: T3.judge(claim, *T3.frames(method=method, **bad), method=method),
+    enough = T3.enough(claim)
+    return {"holds": lambda: T3.judge(claim, *T3.frames(method=method, **enough, **good), method=method),
+            "fails": lambda: T3.judge(claim, *T3.frames(method=method, **enough, **bad), method=method),
             "none": lambda: T3.judge(claim, None, None, method=method)}
 
 
