@@ -262,6 +262,23 @@ def test_trend_checks_compare_the_iterations_of_the_largest_and_smallest_model_o
     assert CH.trend_checks(summary)["iterations_ratio"] == pytest.approx(3.0)
 
 
+@pytest.mark.parametrize("claim", [CH.claim_complexity, CH.claim_iterations_complexity])
+def test_a_model_size_claim_that_fails_on_smaller_models_than_the_papers_says_so(claim):
+    """Audit 14a J1: the book scale's largest models (RF10, ...) are not the paper's (RF100)."""
+    def judged(large):
+        times = {(m, d, "linf", 0.05): t for d in ("banknote", "ionosphere") for m, t in (("RF5", 2.0), (large, 1.0))}
+        summary = _summary(times)
+        summary["iterations_all"] = summary["model"].map({"RF5": 2.0, large: 1.0})
+        return claim(CH.trend_checks(summary))
+    book, paper = judged("RF10"), judged("RF100")
+    assert book.verdict == paper.verdict == "differs"
+    assert book.explanation.startswith("Deviation from the paper's protocol: smaller models than the paper's: "
+                                       "the largest compared are RF10, the paper's RF100")
+    assert paper.explanation.startswith("Genuine finding")
+    assert CH.smaller_models(["DT10", "GBM100", "NN10-10-10"]) == ("smaller models than the paper's: the largest "
+                                                                    "compared are NN10-10-10, the paper's NN100")
+
+
 def test_trend_checks_are_nan_without_the_configurations_they_compare():
     checks = CH.trend_checks(_summary({("DT3", "banknote", "linf", 0.05): 1.0}))
     assert all(math.isnan(checks[name]) for name in CH.TRENDS)
