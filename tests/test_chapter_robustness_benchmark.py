@@ -12,6 +12,7 @@ import pytest  # noqa: E402
 from explainopt.chapters import robustness_benchmark as CH  # noqa: E402
 from explainopt.chapters import robustness_benchmark_figures as FIG  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
+from explainopt.encoders import model_predict  # noqa: E402
 from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED  # noqa: E402
 
 TINY = dict(n_train=200, width=4, n_trees=7, depth=2, n_retrained=2, seed=0, norms=["linf"], forest_norms=["linf"],
@@ -165,3 +166,78 @@ def test_matched_budget_compares_sweep_levels_across_datasets():
     proplace = table[table["method"] == CH.PROPLACE].iloc[0]
     assert proplace["param"] == "1 δ" and proplace["distance"] == pytest.approx(0.06)  # both datasets, one level
     assert table["budget"].iloc[0] == pytest.approx(0.05)
+
+
+def _matched(method, model, ours, nearest, stretched, *, param):
+    """`method`'s counterfactuals (radius `ours`) beside the nearest ones (radius `nearest`) and the nearest
+    stretched to each of their distances (radius `stretched`), on the same factuals."""
+    col = dict(col="radius_linf")
+    return pd.DataFrame(_rows(CH.NEAREST, model, nearest, **col) + _rows(method, model, ours, param=param, **col)
+                        + _rows(CH.STRETCHED_TO, model, stretched, param=param, against=method, **col))
+
+
+@pytest.mark.parametrize("check, method, model, param", [
+    (CH.h7_proplace_radius, CH.PROPLACE, "network", 0.03), (CH.h9_saa_radius, CH.DIRECT_SAA, "forest", CH.ALPHA)])
+def test_h7_and_h9_compare_with_the_nearest_stretched_to_the_methods_own_distance(check, method, model, param):
+    """Audit 14 P3: against the nearest counterfactual (radius = the solver's margin) H7 and H9 could not fail."""
+    margin = [1e-5] * 6
+    high, low = [0.2, 0.3, 0.1, 0.2, 0.4, 0.3], [0.05, 0.1, 0.0, 0.1, 0.2, 0.1]
+    assert check(_matched(method, model, high, margin, low, param=param)).verdict == REPRODUCED
+    beaten = check(_matched(method, model, low, margin, high, param=param))  # above the margin, below the stretch
+    assert beaten.verdict == DIFFERS and "higher on 0, lower on 6 of 6" in beaten.ours
+    other = _matched(method, model, high, margin, low, param=param)
+    other.loc[other["method"] == CH.STRETCHED_TO, "against"] = "someone else"  # no comparator of this method
+    assert check(other).verdict == NOT_RUN
+    elsewhere = _matched(method, model, high, margin, low, param=2 * param)  # comparators of another parameter
+    elsewhere.loc[elsewhere["method"] == CH.STRETCHED_TO, "param"] = 3 * param
+    assert check(elsewhere).verdict == NOT_RUN
+    assert check(pd.DataFrame()).verdict == NOT_RUN
+
+
+@pytest.mark.parametrize("method", [CH.PROPLACE, CH.DIRECT_SAA])
+def test_a_stretched_comparator_is_at_its_methods_distance_and_measured_like_every_row(cells, method):
+    df = CH.frame(cells)
+    ce = df[df["method"] == method].iloc[0]
+    model = ce["model"]
+    comparator = df[(df["method"] == CH.STRETCHED_TO) & (df["against"] == method) & (df["param"] == ce["param"])]
+    assert len(comparator) == 1
+    row = comparator.iloc[0]
+    prep = CH.prepare("robust-ce/banknote", **{k: TINY[k] for k in ("n_train", "width", "n_trees", "depth",
+                                                                   "n_retrained", "seed")})
+    x0, x = prep["factuals"][0], np.array(row["x"])
+    nearest = np.array(df[(df["method"] == CH.NEAREST) & (df["model"] == model)].iloc[0]["x"])
+    assert np.allclose(x, CH.stretch(x0, nearest, ce["distance"]))            # along the nearest direction
+    assert row["distance"] == pytest.approx(ce["distance"]) or ((x == 0) | (x == 1)).any()  # unless clipped
+    assert row["valid"] == (model_predict(prep["models"][model], x)[0] == 1)
+    assert row["recommended"] == ce["recommended"] and row["status"] == "stretched"
+    assert not np.isnan(row["radius_linf"]) and not np.isnan(row["retrained"])
+
+
+def _tables(df):
+    summary = CH.summary_table(df)
+    return [CH.recommended(df), summary, CH.threat_table(summary), CH.matched_budget_table(df)]
+
+
+def _comparator_free(df):
+    return df[df["method"] != CH.STRETCHED_TO].drop(columns="against")
+
+
+def test_the_comparators_of_h7_and_h9_change_no_table_and_no_other_hypothesis(cells):
+    df = CH.frame(cells)
+    assert (df["method"] == CH.STRETCHED_TO).sum() == 2   # one per PROPLACE and Direct-SAA counterfactual
+    without = _comparator_free(df)
+    for a, b in zip(_tables(df), _tables(without)):
+        pd.testing.assert_frame_equal(a.drop(columns="against", errors="ignore"), b)
+    assert CH.lessons(df, CH.summary_table(df)) == CH.lessons(without, CH.summary_table(without))
+    # decided hypotheses, and comparators that would move H8, H10 and H1 if read as stretched nearest or as a method
+    fixture = pd.DataFrame(_rows(CH.STRETCHED, "network", [0.1] * 6, delta_exact=0.1)
+                           + _rows(CH.REGION, "network", [0.9] * 6, param=CH.RHO, delta_exact=0.3)
+                           + _rows(CH.STRETCHED_TO, "network", [1.0] * 6, param=0.03, against=CH.PROPLACE,
+                                   delta_exact=1.0, excess_distance=-1.0))
+    for data in (df, fixture):
+        bare = _comparator_free(data)
+        for check in (CH.h1_nearest_closest, CH.h8_region_model_shift, CH.h10_region_vs_stretched):
+            a, b = check(data), check(bare)
+            assert (a.verdict, a.ours, a.evidence) == (b.verdict, b.ours, b.evidence)
+    assert [c(fixture).verdict for c in (CH.h1_nearest_closest, CH.h8_region_model_shift,
+                                         CH.h10_region_vs_stretched)] == [REPRODUCED] * 3

@@ -250,8 +250,12 @@ def _better(method, model, col, against=C6.NEAREST, param=None):
     series are flipped."""
     high, low = [0.9, 0.8, 1.0, 0.7, 0.9, 0.8], [0.1, 0.2, 0.0, 0.1, 0.3, 0.2]
 
+    # H7's and H9's comparators stretch the nearest counterfactual to each of the method's counterfactuals
+    matched = dict(param=param, against=method) if against == C6.STRETCHED_TO else {}
+
     def frame(ours, base):
-        return pd.DataFrame(_rows(against, model, base, col=col) + _rows(method, model, ours, col=col, param=param))
+        return pd.DataFrame(_rows(against, model, base, col=col, **matched)
+                            + _rows(method, model, ours, col=col, param=param))
     return frame(high, low), frame(low, high)
 
 
@@ -269,9 +273,9 @@ CH6_INPUTS = {
     "06-h4-saa-margin": (C6.h4_saa_margin, *_smallest(C6.DIRECT_SAA, "margin", [0.0, 0.1, 0.2], [0.0, -0.1, 0.2])),
     "06-h5-region-retrained-network": (C6.h5_region_retrained_network, *_better(C6.REGION, "network", "retrained", param=C6.RHO)),
     "06-h6-region-retrained-forest": (C6.h6_region_retrained_forest, *_better(C6.REGION, "forest", "retrained", param=C6.RHO)),
-    "06-h7-proplace-radius": (C6.h7_proplace_radius, *_better(C6.PROPLACE, "network", "radius_linf")),
+    "06-h7-proplace-radius": (C6.h7_proplace_radius, *_better(C6.PROPLACE, "network", "radius_linf", against=C6.STRETCHED_TO, param=0.03)),
     "06-h8-region-model-shift": (C6.h8_region_model_shift, *_better(C6.REGION, "network", "delta_exact", against=C6.STRETCHED)),
-    "06-h9-saa-radius": (C6.h9_saa_radius, *_better(C6.DIRECT_SAA, "forest", "radius_linf")),
+    "06-h9-saa-radius": (C6.h9_saa_radius, *_better(C6.DIRECT_SAA, "forest", "radius_linf", against=C6.STRETCHED_TO, param=C6.ALPHA)),
     "06-h10-region-vs-stretched": (C6.h10_region_vs_stretched, *_better(C6.REGION, "network", "retrained", against=C6.STRETCHED)),
     "06-h11-proplace-retrained": (C6.h11_proplace_retrained, *_better(C6.PROPLACE, "network", "retrained")),
 }
