@@ -326,6 +326,18 @@ def test_claim_baseline_not_robust():
     assert _verdicts(lambda c: CH.claim_baseline_not_robust(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
 
 
+def test_baseline_not_robust_says_how_far_the_baselines_points_lie_against_ours():
+    """Audit 14a J2: a reader of a failed 02-baseline-not-robust learns the baseline's points lie farther out."""
+    frame = _baselines([True] * N, [True] * N, [True] * N).assign(ours_distance=[0.1, 0.2] * (N // 2),
+                                                                  baseline_distance=[0.3, 0.2] * (N // 2))
+    frame.loc[0, "baseline_distance"] = np.nan                       # the baseline found none: left out
+    claim = CH.claim_baseline_not_robust(frame)
+    assert claim.verdict == DIFFERS
+    assert claim.why.endswith(f"the baseline's counterfactuals lie a median 1.0× as far from the factual as ours "
+                              f"(l1, 1.0× to 3.0× over the {N - 1} rows where both found one)")
+    assert CH.distance_ratio_text(frame.assign(baseline_distance=np.nan)) == ""
+
+
 def test_claim_baseline_invalid():
     frames = {"holds": _baselines([True] * N, [True] * (N - 1) + [False], [True] * N),
               "fails": _baselines([True] * N, [True] * N, [True] * N), "none": pd.DataFrame()}
