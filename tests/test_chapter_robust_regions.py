@@ -331,10 +331,11 @@ def test_baseline_not_robust_says_how_far_the_baselines_points_lie_against_ours(
     frame = _baselines([True] * N, [True] * N, [True] * N).assign(ours_distance=[0.1, 0.2] * (N // 2),
                                                                   baseline_distance=[0.3, 0.2] * (N // 2))
     frame.loc[0, "baseline_distance"] = np.nan                       # the baseline found none: left out
+    frame.loc[1, ["baseline_distance", "baseline_valid"]] = [0.0, False]  # an invalid one (at x0): left out
     claim = CH.claim_baseline_not_robust(frame)
     assert claim.verdict == DIFFERS
-    assert claim.why.endswith(f"the baseline's counterfactuals lie a median 1.0× as far from the factual as ours "
-                              f"(l1, 1.0× to 3.0× over the {N - 1} rows where both found one)")
+    assert claim.why.endswith(f"the baseline's counterfactuals lie a median 2.0× as far from the factual as ours "
+                              f"(l1, 1.0× to 3.0× over the {N - 2} rows where both found a valid one)")
     assert CH.distance_ratio_text(frame.assign(baseline_distance=np.nan)) == ""
 
 
