@@ -270,7 +270,7 @@ def test_audit15_a_win_against_a_comparator_the_box_held_short_of_the_methods_di
     claim = check(_clipped(method, model, col, against, param=param, matched=1))
     assert claim.verdict == REPRODUCED
     assert "on 5 of the 6 decisive factuals the box [0, 1] held the comparator short of" in claim.why
-    assert "median 25 %" in claim.why and "at the same distance: higher on 1, lower on 0" in claim.why
+    assert "median 25%" in claim.why and "at the same distance: higher on 1, lower on 0" in claim.why
     matched = check(_clipped(method, model, col, against, param=param, matched=6))
     assert matched.verdict == REPRODUCED and "held the comparator short" not in matched.why
 

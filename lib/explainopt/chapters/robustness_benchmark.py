@@ -487,8 +487,28 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
         base, keys = ok[(ok["method"] == against) & (ok["against"] == method)], ["dataset", "factual", "param"]
     else:
         base, keys = ok[(ok["method"] == against) & ok["recommended"].astype(bool)], ["dataset", "factual"]
-    merged = sel[keys + [col]].merge(base[keys + [col]], on=keys, suffixes=("", "_base"))
-    return merged.rename(columns={col: "ours", f"{col}_base": "base"}).dropna(subset=["ours", "base"])
+    cols = list(dict.fromkeys([col, "distance"]))
+    merged = sel[keys + cols].merge(base[keys + cols], on=keys, suffixes=("", "_base"))
+    merged = merged.rename(columns={col: "ours", f"{col}_base": "base"}).dropna(subset=["ours", "base"])
+    return merged.assign(short=merged["distance_base"] < (1 - SHORT_OF_DISTANCE) * merged["distance"]
+                         if against in (STRETCHED, STRETCHED_TO) else False)
+
+
+#: A stretched comparator is *short* of its method's distance when the box [0, 1] held it more than this share
+#: below it (unclipped ones reach it to rounding).
+SHORT_OF_DISTANCE = 0.01
+
+
+def _short_why(pairs: pd.DataFrame, wins: pd.Series, losses: pd.Series) -> str:
+    """Where the box [0, 1] held a stretched comparator short of the method's distance (:func:`stretch` clips it):
+    on how many decisive pairs, at what share of the method's distance, and how the others fall ("" if none)."""
+    short = pairs["short"].astype(bool) & (wins | losses)
+    if not short.any():
+        return ""
+    share = (pairs.loc[short, "distance_base"] / pairs.loc[short, "distance"]).median()
+    return (f"on {int(short.sum())} of the {int((wins | losses).sum())} decisive factuals the box [0, 1] held the "
+            f"comparator short of the method's distance (median {share:.0%} of it); at the same distance: higher on "
+            f"{int((wins & ~short).sum())}, lower on {int((losses & ~short).sum())}")
 
 
 #: The sign test's level: "ours > base" holds when ours is higher on significantly more factuals than lower.
@@ -511,8 +531,8 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     higher mean and p <= 0.05, and needs `minimum` decisive pairs (at least :data:`MIN_DECISIVE`), so one
     win among ties cannot pass."""
     n = len(pairs)
-    wins = int((pairs["ours"] > pairs["base"] + 1e-9).sum()) if n else 0
-    losses = int((pairs["ours"] < pairs["base"] - 1e-9).sum()) if n else 0
+    won, lost = pairs["ours"] > pairs["base"] + 1e-9, pairs["ours"] < pairs["base"] - 1e-9
+    wins, losses = int(won.sum()), int(lost.sum())
     if n == 0:
         return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=max(minimum, MIN_DECISIVE))
     p, mean, base = sign_test(wins, losses), pairs["ours"].mean(), pairs["base"].mean()
@@ -521,7 +541,9 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     ours = (f"mean {beside(mean, '.3g', middle)}{unit} vs {beside(base, '.3g', middle)}{unit}; higher on {wins}, "
             f"lower on {losses} of {n} factuals (sign test p = {beside(p, '.2g', SIGN_TEST_LEVEL)})")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why=f"{n - wins - losses} of the {n} factuals are ties" if wins + losses < n else "")
+                        why="; ".join(filter(None, [f"{n - wins - losses} of the {n} factuals are ties"
+                                                    if wins + losses < n else "",
+                                                    _short_why(pairs, won, lost) if "short" in pairs else ""])))
 
 
 def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int) -> Claim:
@@ -535,7 +557,7 @@ def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: i
 
 #: The columns the hypothesis checks read.
 CLAIM_COLUMNS = ["dataset", "factual", "model", "method", "param", "recommended", "valid", "status", "tol",
-                 "excess_distance", "against", *MEASURES]
+                 "distance", "excess_distance", "against", *MEASURES]
 
 
 def _valid(df: pd.DataFrame) -> pd.DataFrame:
