@@ -712,3 +712,21 @@ def test_audit14_the_sample_sentence_does_not_give_the_sparsest_data_sets_factua
     assert "28 factuals and 20 retrained networks per data set" not in summary and "28-50 factuals" in summary
     table["n"] = 8
     assert "8 factuals × 4 retrained networks per data set" in CH.claim_retrained_validity(table, n_retrained=4).why
+
+
+# audit 15
+
+def test_audit15_the_delta_validity_reason_says_which_counterfactuals_the_interval_test_left_out():
+    """04-vdelta-100's reason said "Definition 7 tested on every CE PROPLACE returned", while Table 1's vΔ is taken
+    over the CEs inside [0, 1] only (:func:`explainopt.counterfactuals.proplace.evaluate`): at the paper scale 6 %
+    of PROPLACE's adult CEs (3 of 50) and 2 % of its heloc ones lie outside and were not tested."""
+    table = paper_like().assign(found=100.0, outside=0.0)
+    rows = (table["method"] == "PROPLACE") & table["dataset"].isin(["adult", "heloc"])
+    table.loc[rows, "outside"] = table.loc[rows, "dataset"].map({"adult": 6.0, "heloc": 2.0})
+    claim = CH.claim_delta_validity(table)
+    assert claim.verdict == REPRODUCED
+    assert "every CE PROPLACE returned" not in claim.why
+    assert "adult: 100 % found, 6 % outside" in claim.why and "heloc: 100 % found, 2 % outside" in claim.why
+    assert "compas: 100 % found)" in claim.why or "compas: 100 % found," in claim.why
+    table.loc[table["method"] == "PROPLACE", "outside"] = 0.0
+    assert "every CE PROPLACE returned" in CH.claim_delta_validity(table).why     # true when none lies outside
