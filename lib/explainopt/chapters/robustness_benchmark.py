@@ -499,16 +499,18 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
 SHORT_OF_DISTANCE = 0.01
 
 
-def _short_why(pairs: pd.DataFrame, wins: pd.Series, losses: pd.Series) -> str:
-    """Where the box [0, 1] held a stretched comparator short of the method's distance (:func:`stretch` clips it):
-    on how many decisive pairs, at what share of the method's distance, and how the others fall ("" if none)."""
-    short = pairs["short"].astype(bool) & (wins | losses)
-    if not short.any():
-        return ""
+def at_the_same_distance(pairs: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The pairs of a :func:`_paired` frame whose stretched comparator spends the method's distance, and, in
+    words, how many were left out because the box [0, 1] held the comparator short of it (:func:`stretch`
+    clips it) and at what share of the method's distance ("" if none). A matched-budget control compares at
+    the same distance or not at all: against a shorter comparator a method could win by distance alone
+    (audit 15, D1 and J1)."""
+    if "short" not in pairs or not pairs["short"].any():
+        return pairs, ""
+    short = pairs["short"].astype(bool)
     share = (pairs.loc[short, "distance_base"] / pairs.loc[short, "distance"]).median()
-    return (f"on {int(short.sum())} of the {int((wins | losses).sum())} decisive factuals the box [0, 1] held the "
-            f"comparator short of the method's distance (median {share:.0%} of it); at the same distance: higher on "
-            f"{int((wins & ~short).sum())}, lower on {int((losses & ~short).sum())}")
+    return pairs[~short], (f"{int(short.sum())} of the {len(pairs)} factuals left out: the box [0, 1] held the "
+                           f"comparator short of the method's distance (median {share:.0%} of it)")
 
 
 #: The sign test's level: "ours > base" holds when ours is higher on significantly more factuals than lower.
@@ -529,12 +531,15 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     """Hypothesis "ours > base", decided by a one-sided sign test at :data:`SIGN_TEST_LEVEL` over the
     decisive pairs (ties, e.g. both valid for every retrained model, count for neither): it holds on a
     higher mean and p <= 0.05, and needs `minimum` decisive pairs (at least :data:`MIN_DECISIVE`), so one
-    win among ties cannot pass."""
+    win among ties cannot pass. Against a stretched comparator only the pairs at the same distance count
+    (:func:`at_the_same_distance`)."""
+    pairs, left_out = at_the_same_distance(pairs)
     n = len(pairs)
-    won, lost = pairs["ours"] > pairs["base"] + 1e-9, pairs["ours"] < pairs["base"] - 1e-9
-    wins, losses = int(won.sum()), int(lost.sum())
+    wins = int((pairs["ours"] > pairs["base"] + 1e-9).sum()) if n else 0
+    losses = int((pairs["ours"] < pairs["base"] - 1e-9).sum()) if n else 0
     if n == 0:
-        return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=max(minimum, MIN_DECISIVE))
+        return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=max(minimum, MIN_DECISIVE),
+                            why=left_out)
     p, mean, base = sign_test(wins, losses), pairs["ours"].mean(), pairs["base"].mean()
     holds = bool(mean > base and p <= SIGN_TEST_LEVEL)
     middle = (mean + base) / 2               # each mean printed on its side of it: the pair reads as it compares
@@ -542,8 +547,7 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
             f"lower on {losses} of {n} factuals (sign test p = {beside(p, '.2g', SIGN_TEST_LEVEL)})")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
                         why="; ".join(filter(None, [f"{n - wins - losses} of the {n} factuals are ties"
-                                                    if wins + losses < n else "",
-                                                    _short_why(pairs, won, lost) if "short" in pairs else ""])))
+                                                    if wins + losses < n else "", left_out])))
 
 
 def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int) -> Claim:
