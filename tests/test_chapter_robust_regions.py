@@ -730,3 +730,16 @@ def test_audit15_smaller_models_explain_a_failed_model_size_claim_only_where_the
     assert rf.verdict == DIFFERS and rf.explanation.startswith("Genuine finding")
     nn = judged("NN10", "NN50")     # the paper's NN50 takes NN10's 1.00 iterations on banknote: no growth there either
     assert nn.verdict == DIFFERS and nn.explanation.startswith("Deviation from the paper's protocol: smaller models")
+
+
+def test_audit15_the_baselines_distance_is_set_against_our_robust_counterfactuals_not_our_stopped_ones():
+    """Audit 15 T3: 02-baseline-not-robust's reason explains a robust baseline by its distance ("a point farther from
+    the factual can clear the uncertainty ball more often") against every valid point of ours, including those our
+    time limit stopped before they were robust (their distance is short of the robust one). Book: 6 of 16 rows; the
+    range "1.3x to 22.8x" came from such a row (3.5x, 1.3x to 8.1x over our 10 robust ones)."""
+    frame = _baselines([True] * N, [True] * N, [True] * N).assign(ours_distance=[0.1, 0.2] * (N // 2),
+                                                                  baseline_distance=[0.3, 0.2] * (N // 2))
+    frame.loc[0, ["ours_distance", "ours_robust"]] = [0.01, False]      # stopped early: valid, not robust
+    text = CH.distance_ratio_text(frame)
+    assert "30.0×" not in text and text.endswith(f"(l1, 1.0× to 3.0× over the {N - 1} rows where the baseline "
+                                                 "found a valid one and ours a robust one)")
