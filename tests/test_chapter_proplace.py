@@ -678,6 +678,133 @@ def test_vr_by_retraining_scores_the_same_counterfactuals_under_both_protocols(p
     assert CH.vr_by_retraining(S, {"carla/adult": prep}, {"carla/adult": list(idx)}, {"carla/adult": cells}).empty
 
 
+def _linear(sign):
+    """A retrained network that predicts 1 iff sign * (x0 - 0.5) >= 0."""
+    net = torch.nn.Sequential(torch.nn.Linear(2, 1)).double()
+    with torch.no_grad():
+        net[0].weight.copy_(torch.tensor([[10.0 * sign, 0.0]]))
+        net[0].bias.fill_(-5.0 * sign)
+    return net
+
+
+def tuning_fixture(prep, n_factuals=CH.MIN_FACTUALS):
+    """A factual-major ``tuning`` grid of every method of TUNING on compas, its cells and the networks: each
+    method's first setting returns x0 = 0.9 (valid on the tuning network, invalid on the evaluating one), every
+    other setting x0 = 0.1 (the reverse). Returns (grid, cells, preps, tuners)."""
+    evaluating = dict(prep, retrained=[_linear(-1)])
+    S = dict(datasets=[DATASET], epochs={}, n_both=1, n_loo=0, n_factuals=n_factuals, methods=list(CH.TUNING),
+             networks="train", time_limit=None)
+    configs = CH.tuning_configs(S, {DATASET: evaluating})
+    grid = CH.experiments.Grid(CH.tuning_cell, configs)
+    X = CH.factuals(prep)
+
+    def cell(c):
+        first = c["setting"] == CH.tuning_settings(c["method"])[0]
+        return {"x": [0.9 if first else 0.1, float(X[c["index"], 1])], "time": 1.0, "solver": "none"}
+
+    return grid, [cell(c) for c in configs], {DATASET: evaluating}, {DATASET: [_linear(+1)]}
+
+
+def fixed_table(n=50):
+    """A fixed-settings Table 1 of compas: every method of TUNING, vr 100."""
+    return pd.DataFrame([{"dataset": "compas", "method": m, "n": n, "found": 100.0, "vΔ": 100.0, "vr": 100.0,
+                          "l1": 0.1, "lof": 1.0} for m in CH.TUNING])
+
+
+def test_the_tuned_table_reports_on_the_evaluating_networks_the_setting_chosen_on_the_tuning_ones(prep):
+    grid, cells, preps, tuners = tuning_fixture(prep)
+    chosen = CH.choose_settings(CH.tuning_frame(grid, cells, preps, tuners))
+    tuned = CH.tuned_table1(grid, cells, preps, chosen).set_index("method")
+    assert list(tuned.columns[:2]) == ["dataset", "setting"] and set(tuned.index) == set(CH.TUNING)
+    for method in CH.TUNING:
+        first = CH.tuning_settings(method)[0]
+        assert tuned.loc[method, "setting"] == CH.setting_text(first)            # vr tune 100 against 0
+        assert tuned.loc[method, "vr"] == 0.0 and tuned.loc[method, "n"] == CH.MIN_FACTUALS  # reported on vr eval
+    # Table 1's metrics, as table1 computes them from the same counterfactuals (lof included)
+    indices = sorted({c["index"] for c in grid.configs})
+    rbr = [cell for c, cell in zip(grid.configs, cells) if c["method"] == "RBR"
+           and c["setting"] == CH.tuning_settings("RBR")[0]]
+    results = [{"ce": {"RBR": cell["x"]}, "time": {"RBR": cell["time"]}} for cell in rbr]
+    fixed = CH.table1(preps, {DATASET: indices}, {DATASET: results}, ["RBR"]).set_index("method").loc["RBR"]
+    for column in ["n", "found", "validity", "vr", "vΔ", "outside", "l1", "lof", "time_s", "paper vr"]:
+        assert tuned.loc["RBR", column] == pytest.approx(fixed[column], nan_ok=True), column
+    assert np.isfinite(tuned.loc["RBR", "lof"])
+
+
+def test_tuning_pairs_the_settings_by_factual_and_the_claims_switch_at_the_last_cell_not_earlier(prep):
+    grid, cells, preps, tuners = tuning_fixture(prep)
+    last = grid.configs[-1]              # factual-major: RBR's last setting on the last factual
+    assert last["method"] == "RBR" and last["setting"] == CH.tuning_settings("RBR")[-1]
+    ranks = list(dict.fromkeys(c["index"] for c in grid.configs))
+    assert len(ranks) == CH.MIN_FACTUALS and last["index"] == ranks[-1]
+    partial = cells[:-1] + [None]         # the fill stopped one cell before the 5th factual of RBR's last setting
+    frame = CH.tuning_frame(grid, partial, preps, tuners)
+    assert (frame.loc[frame["method"] == "RBR", "n"] == CH.MIN_FACTUALS - 1).all()   # paired: 4 for every setting
+    assert (frame.loc[frame["method"] != "RBR", "n"] == CH.MIN_FACTUALS).all()
+    tables = {}
+    for name, these in (("partial", partial), ("full", cells)):
+        chosen = CH.choose_settings(CH.tuning_frame(grid, these, preps, tuners))
+        tables[name] = CH.tuned_table1(grid, these, preps, chosen)
+    assert CH.tuned_factuals(fixed_table(), tables["partial"]) == CH.MIN_FACTUALS - 1
+    assert CH.tuned_factuals(fixed_table(), tables["full"]) == CH.MIN_FACTUALS
+    assert CH.deciding_table(fixed_table(), tables["partial"])[1] is False
+    table, is_tuned = CH.deciding_table(fixed_table(), tables["full"])
+    assert is_tuned and table is tables["full"]
+    # PROPLACE's vr: 100 at the fixed setting, 0 tuned (the evaluating network rejects the chosen CEs)
+    vr = {name: CH.claims(fixed_table(), pd.DataFrame(), n_retrained=20, tuned=t)[1] for name, t in tables.items()}
+    assert vr["partial"].ours.startswith("compas: 100") and vr["full"].ours.startswith("compas: 0")
+    assert vr["full"].verdict == DIFFERS
+    # a data set that ran in the fixed table without tuned rows keeps the fixed table deciding
+    other = pd.concat([fixed_table(), fixed_table().assign(dataset="adult")])
+    assert CH.tuned_factuals(other, tables["full"]) == 0 and not CH.deciding_table(other, tables["full"])[1]
+    assert CH.tuned_factuals(fixed_table(), None) == 0
+
+
+FIXED_DEVIATION = "fixed settings instead of the authors' tuning"
+
+
+def test_the_verdicts_and_their_deviation_follow_the_table_that_decided():
+    # fixed: WCE's vr not the lowest on adult (differs); tuned: the paper's numbers (reproduced), RobX robust nowhere
+    fixed = paper_like_with({("WCE", "adult", "vr"): 100})
+    tuned = paper_like_with({("RobX", None, "vΔ"): 10}).assign(n=CH.MIN_FACTUALS, setting="lam=5")
+    for table in (fixed, tuned):
+        table["found"], table["paper l1"] = 100.0, table["l1"]
+    tuned.loc[tuned["dataset"] == "heloc", "n"] = CH.MIN_FACTUALS + 3
+    early = tuned.assign(n=CH.MIN_FACTUALS - 1)
+
+    def verdict(table, id):
+        return next(c for c in CH.claims(fixed, pd.DataFrame(), n_retrained=20, tuned=table) if c.id == id)
+
+    for table in (None, early):       # the fixed table decides: its declared deviation
+        wce, robust = verdict(table, "04-wce-least-robust"), verdict(table, "04-baselines-robust")
+        assert wce.verdict == DIFFERS and FIXED_DEVIATION in wce.explanation
+        assert robust.verdict == REPRODUCED
+    wce, robust = verdict(tuned, "04-wce-least-robust"), verdict(tuned, "04-baselines-robust")
+    assert wce.verdict == REPRODUCED and robust.verdict == DIFFERS
+    assert FIXED_DEVIATION not in robust.explanation
+    assert ("highest vr on 20 retrained networks disjoint from the 20 that evaluate (seeds 201… and 53…)"
+            in robust.explanation)
+    assert "adult 5, compas 5, give_me_some_credit 5, heloc 8 tuned factuals per data set (the paper: 50)" \
+        in robust.explanation
+    assert "RBR delta_plus ∈ {0.5, 1, 2}; eps_pe ∈ {0.5, 1}" in robust.explanation
+    summary = CH.summary(fixed, pd.DataFrame(), pd.DataFrame(), n_retrained=20, tuned=tuned)
+    assert FIXED_DEVIATION not in summary and "disjoint from the 20 that evaluate" in summary
+    assert "settings tuned for vr: adult WCE lam=5" in summary
+    summary = CH.summary(fixed, pd.DataFrame(), pd.DataFrame(), n_retrained=20, tuned=early)
+    assert FIXED_DEVIATION in summary and "disjoint" not in summary and "(fixed settings)" in summary
+
+
+def test_fixed_to_tuned_shows_what_tuning_moved():
+    fixed = paper_like()
+    tuned = paper_like_with({("WCE", "adult", "vr"): 100.0}).assign(n=CH.MIN_FACTUALS, setting="lam=500")
+    moved = CH.fixed_to_tuned(fixed, tuned).set_index(["dataset", "method"])
+    paper_wce = fixed.set_index(["dataset", "method"]).loc[("adult", "WCE"), "vr"]
+    assert moved.loc[("adult", "WCE"), "vr change"] == pytest.approx(100.0 - paper_wce)
+    assert moved.loc[("adult", "WCE"), "setting"] == "lam=500" and moved.loc[("adult", "WCE"), "n tuned"] == 5
+    assert (moved.drop(index=("adult", "WCE"))["vr change"] == 0).all()
+    assert CH.fixed_to_tuned(fixed, None).empty
+
+
 # audit 14
 
 def test_audit14_baselines_robust_rule_states_the_count_the_check_applies():
