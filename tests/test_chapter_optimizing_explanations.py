@@ -520,3 +520,29 @@ def test_a_stored_cell_leaves_out_the_grid_and_from_cells_restores_it():
     np.testing.assert_array_equal(restored.X, direct.X)
     np.testing.assert_allclose(restored.gradients, direct.gradients)
     np.testing.assert_allclose(restored.explanations, direct.explanations, atol=1e-6)
+
+
+# audit 16
+
+
+def test_audit16_figure2_sensitivity_says_where_another_tolerance_would_move_the_verdict():
+    # Issue 26 #3 asks to show how sensitive the verdict is to the faithfulness tolerance. The stored Figure 2
+    # solution is faithful at 42% of the points within 10% (94% of them in [−4, −2] ∪ [2, 4]: reproduced), at 48%
+    # within 20% but with only 84% of those inside: the same rule reads *differs* there. The sentence printed
+    # "48% within 20%" and nothing else, so the one tolerance at which the verdict moves looked harmless.
+    X = CH.grid(1, 80)
+    x = X[:, 0]
+    G = 3 * x[:, None] ** 2
+    off = np.full(len(x), 0.5)  # far from ∇f: not faithful at any tolerance
+    off[CH.in_paper_intervals(x)] = 0.02  # within 5%: faithful inside the paper's intervals
+    off[np.isin(np.round(np.abs(x), 2), [1.96, 1.84, 4.11])] = 0.15  # within 20% only, just outside them
+    flat = np.abs(x) < 1.5
+    E = G * (1 + off[:, None])
+    E[flat] = 0.0  # flat in the middle
+    r = CH.ExplanationResult(X=X, gradients=G, radius=1.0, metric="average_sensitivity", pointwise=False, eta=1e3,
+                             explanations=E, status="optimal", solver="clarabel", solve_time=0.0, function="x^3",
+                             dimension=1, faithful_max=1e4)
+    c = CH.claim_figure2(CH.profiles([r]))
+    assert c.verdict == R.REPRODUCED
+    assert "within 20% would read differs" in c.ours, c.ours
+    assert "within 5% would" not in c.ours  # the verdict holds there: nothing to flag
