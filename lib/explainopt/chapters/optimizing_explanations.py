@@ -551,7 +551,7 @@ def local_profile(result: ExplanationResult, *, tol: float = 1e-3, rtol: float =
     grid neighbour up to ``tol · sqrt(b)`` with the per-point budget ``b = η / N``; ``max δ_n / b`` with
     ``δ_n = ‖E_n − ∇f_n‖²`` (≤ 1 under the pointwise constraint; far above 1 means the budget is
     concentrated). Faithful x-ranges are listed for D = 1, with the share of the faithful points that lie in
-    Figure 2's faithful intervals (:func:`in_paper_intervals`).
+    Figure 2's faithful intervals (:func:`in_paper_intervals`), at ``rtol`` and at each of :data:`SENSITIVITY_RTOLS`.
     """
     if not result.has_solution:
         raise ValueError(f"{result.function} D={result.dimension} u={result.radius} {result.metric} has no solution")
@@ -569,8 +569,9 @@ def local_profile(result: ExplanationResult, *, tol: float = 1e-3, rtol: float =
            "flat share": float(flat.mean()), "max δ_n / (η/N)": float(np.max(gap ** 2 / budget))}
     if result.dimension == 1:
         out["faithful x-ranges"] = _runs(result.X[:, 0], faithful)
-        inside = in_paper_intervals(result.X[faithful, 0])
-        out["faithful in the paper's intervals"] = float(np.mean(inside)) if faithful.any() else np.nan
+        for label, mask in [("", faithful), *((f" at {r:.0%}", gap <= r * scale) for r in SENSITIVITY_RTOLS)]:
+            inside = in_paper_intervals(result.X[mask, 0])
+            out[f"faithful in the paper's intervals{label}"] = float(np.mean(inside)) if mask.any() else np.nan
     return out
 
 
@@ -698,6 +699,25 @@ def claim_agreement_decreases(strict: pd.DataFrame) -> reporting.Claim:
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
 
+def _figure2_reading(faithful: float, flat: float, inside: float, paper_share: float) -> tuple[bool, bool]:
+    """(holds, partly) of :func:`claim_figure2`'s rule on a faithful share, a flat share and the share of the
+    faithful points inside the paper's intervals."""
+    holds = bool(faithful >= FAITHFUL_MIN and flat >= FLAT_MIN and inside >= FAITHFUL_INSIDE)
+    return holds, holds and faithful < FAITHFUL_PARTLY * paper_share
+
+
+def _sensitivity_text(row: pd.Series, rtol: float, flat: float, paper_share: float, reading: tuple) -> str:
+    """The faithful share at another tolerance `rtol`, and the verdict the same rule reads there where it is
+    not `reading` (the decided (holds, partly)): how sensitive the verdict is to the tolerance (issue 26 #3)."""
+    share, inside = row[f"faithful share at {rtol:.0%}"], row.get(f"faithful in the paper's intervals at {rtol:.0%}")
+    text = f"{share:.0%} within {rtol:.0%}"
+    if inside is None or reporting.missing(share, inside):
+        return text
+    there = _figure2_reading(share, flat, inside, paper_share)
+    word = reporting.PARTLY if there[1] else reporting.REPRODUCED if there[0] else reporting.DIFFERS
+    return text if there == reading else f"{text} would read {word} ({inside:.0%} of those in the paper's intervals)"
+
+
 def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
     """In Figure 2's setting, average sensitivity under the global constraint follows ∇f at some points
     (FAITHFUL_MIN) and is flat at others (FLAT_MIN), and the points it follows lie where the paper's do
@@ -709,9 +729,8 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
         return CLAIMS.claim("01-figure2", fields=fields, ours="n/a", holds=None)
     faithful, flat = row["faithful share"].iloc[0], row["flat share"].iloc[0]
     inside = row["faithful in the paper's intervals"].iloc[0]
-    holds = bool(faithful >= FAITHFUL_MIN and flat >= FLAT_MIN and inside >= FAITHFUL_INSIDE)
     paper_share = paper_faithful_share()
-    partly = holds and faithful < FAITHFUL_PARTLY * paper_share
+    holds, partly = _figure2_reading(faithful, flat, inside, paper_share)
     intervals = " ∪ ".join(f"[{a:g}, {b:g}]" for a, b in FIGURE2_FAITHFUL).replace("-", "−")
     rule = f"faithful = E within {FAITHFUL_RTOL:.0%} of ∇f"
     if partly:
@@ -722,14 +741,14 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
                f"{FAITHFUL_INSIDE:.0%} of the faithful ones in {intervals}")
     else:
         why = f"{rule}; the paper's intervals {intervals} hold {paper_share:.0%} of the points"
-    sensitivity = ", ".join(f"{row[f'faithful share at {r:.0%}'].iloc[0]:.0%} within {r:.0%}"
+    sensitivity = ", ".join(_sensitivity_text(row.iloc[0], r, flat, paper_share, (holds, partly))
                             for r in SENSITIVITY_RTOLS if f"faithful share at {r:.0%}" in row)
     return CLAIMS.claim("01-figure2", fields=fields, holds=holds, partly=partly, why=why,
                            ours=f"faithful on {row['faithful x-ranges'].iloc[0]} "
-                                f"({verdicts.beside(faithful, '.0%', FAITHFUL_MIN)} of points"
-                                + (f"; {sensitivity}" if sensitivity else "")
-                                + f"; {verdicts.beside(inside, '.0%', FAITHFUL_INSIDE)} of them in the paper's "
-                                f"intervals), flat at {verdicts.beside(flat, '.0%', FLAT_MIN)}")
+                                f"({verdicts.beside(faithful, '.0%', FAITHFUL_MIN)} of points; "
+                                f"{verdicts.beside(inside, '.0%', FAITHFUL_INSIDE)} of them in the paper's "
+                                f"intervals), flat at {verdicts.beside(flat, '.0%', FLAT_MIN)}"
+                                + (f"; {sensitivity}" if sensitivity else ""))
 
 
 def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> reporting.Claim:
