@@ -522,10 +522,8 @@ def test_a_stored_cell_leaves_out_the_grid_and_from_cells_restores_it():
     np.testing.assert_allclose(restored.explanations, direct.explanations, atol=1e-6)
 
 
-# audit 16
-
-
-def test_audit16_figure2_sensitivity_says_where_another_tolerance_would_move_the_verdict():
+def test_figure2_sensitivity_says_where_another_tolerance_would_move_the_verdict():
+    """Audit 16 D1."""
     # Issue 26 #3 asks to show how sensitive the verdict is to the faithfulness tolerance. The stored Figure 2
     # solution is faithful at 42% of the points within 10% (94% of them in [−4, −2] ∪ [2, 4]: reproduced), at 48%
     # within 20% but with only 84% of those inside: the same rule reads *differs* there. The sentence printed
