@@ -695,21 +695,27 @@ TUNED_COLUMNS = TABLE1_COLUMNS[:2] + ["setting"] + TABLE1_COLUMNS[2:]
 
 def tuned_table1(grid: experiments.Grid, cells: list, preps: dict, chosen: pd.DataFrame) -> pd.DataFrame:
     """Table 1 with every method at the setting it was tuned to (`chosen`, :func:`choose_settings`: the
-    highest vr on the tuning networks): its ``tuning`` cells on the factuals every setting of the method has
-    (:func:`paired_tuning_cells`, the sample the choice was made on), evaluated as :func:`table1` evaluates
+    highest vr on the tuning networks): its ``tuning`` cells on the factuals that every setting of every tuned
+    method of the data set has (:func:`paired_tuning_cells`, intersected over the methods, so that the methods
+    are compared on the same factuals, as :func:`table1` compares them), evaluated as :func:`table1` evaluates
     (:func:`table1_row`: vr on the evaluating networks), the chosen ``setting`` beside; then the paper's
     rows of the methods that did not run."""
     choice = {(r["dataset"], r["method"]): setting_key(r["chosen"]) for _, r in chosen.iterrows()} if len(chosen) else {}
     datasets = [ds for ds, p in preps.items() if p is not None]
+    tuned = {(ds, method): (indices, by_setting[choice[(short(ds), method)]])
+             for (ds, method), (indices, by_setting) in paired_tuning_cells(grid, cells, datasets).items()
+             if indices and choice.get((short(ds), method)) in by_setting}
+    common: dict = {}
+    for (ds, _), (indices, _) in tuned.items():
+        common[ds] = common.get(ds, set(indices)) & set(indices)
     rows, lofs = [], {}
-    for (ds, method), (indices, by_setting) in paired_tuning_cells(grid, cells, datasets).items():
-        key = choice.get((short(ds), method))
-        if not indices or key not in by_setting:
+    for (ds, method), (indices, found) in tuned.items():
+        kept = [c for i, c in zip(indices, found) if i in common[ds]]
+        if not kept:
             continue
         lof = lofs.setdefault(ds, lof_scorer(preps[ds]))
-        found = by_setting[key]
-        rows.append(table1_row(ds, preps[ds], indices, [c["x"] for c in found], [c["time"] for c in found], method,
-                               lof=lof) | {"setting": setting_text(dict(key))})
+        rows.append(table1_row(ds, preps[ds], sorted(common[ds]), [c["x"] for c in kept], [c["time"] for c in kept],
+                               method, lof=lof) | {"setting": setting_text(dict(choice[(short(ds), method)]))})
     methods = list(dict.fromkeys(r["method"] for r in rows))
     return with_paper_rows(rows, methods, dict.fromkeys(r["dataset"] for r in rows), columns=TUNED_COLUMNS)
 
