@@ -805,10 +805,10 @@ def test_fixed_to_tuned_shows_what_tuning_moved():
     assert CH.fixed_to_tuned(fixed, None).empty
 
 
-# audit 14
+def test_baselines_robust_rule_states_the_count_the_check_applies():
+    """Audit 14 P1.
 
-def test_audit14_baselines_robust_rule_states_the_count_the_check_applies():
-    """04-baselines-robust: the paper says "strong robustness on at least three datasets", and the check asks each
+    04-baselines-robust: the paper says "strong robustness on at least three datasets", and the check asks each
     baseline for min(3, n - 1) robust data sets. The rule printed beside the verdict must say so, not "as many data
     sets as in the paper" (ROAR and MILP-R: 4 in the paper's own table, so that rule would read this fixture, ROAR
     robust on 3 of 4, as a failure while the verdict reads reproduced)."""
@@ -822,8 +822,10 @@ def test_audit14_baselines_robust_rule_states_the_count_the_check_applies():
     assert CH.claim_baselines_robust(table).verdict == DIFFERS
 
 
-def test_audit14_the_sample_sentence_does_not_give_the_sparsest_data_sets_factuals_to_every_data_set():
-    """04-vr-100's reason (and the summary's differences) said "28 factuals × 20 retrained networks per data set"
+def test_the_sample_sentence_does_not_give_the_sparsest_data_sets_factuals_to_every_data_set():
+    """Audit 14 P2.
+
+    04-vr-100's reason (and the summary's differences) said "28 factuals × 20 retrained networks per data set"
     at the paper scale, where only give_me_some_credit has 28 (adult and heloc 50, compas 45): the fewest is not
     every data set's count."""
     table = paper_like()
@@ -841,10 +843,10 @@ def test_audit14_the_sample_sentence_does_not_give_the_sparsest_data_sets_factua
     assert "8 factuals × 4 retrained networks per data set" in CH.claim_retrained_validity(table, n_retrained=4).why
 
 
-# audit 15
+def test_the_delta_validity_reason_says_which_counterfactuals_the_interval_test_left_out():
+    """Audit 15 D3.
 
-def test_audit15_the_delta_validity_reason_says_which_counterfactuals_the_interval_test_left_out():
-    """04-vdelta-100's reason said "Definition 7 tested on every CE PROPLACE returned", while Table 1's vΔ is taken
+    04-vdelta-100's reason said "Definition 7 tested on every CE PROPLACE returned", while Table 1's vΔ is taken
     over the CEs inside [0, 1] only (:func:`explainopt.counterfactuals.proplace.evaluate`): at the paper scale 6 %
     of PROPLACE's adult CEs (3 of 50) and 2 % of its heloc ones lie outside and were not tested."""
     table = paper_like().assign(found=100.0, outside=0.0)
@@ -859,10 +861,10 @@ def test_audit15_the_delta_validity_reason_says_which_counterfactuals_the_interv
     assert "every CE PROPLACE returned" in CH.claim_delta_validity(table).why     # true when none lies outside
 
 
-# audit 16
+def test_the_tuned_table_compares_the_methods_of_a_data_set_on_the_same_factuals(prep):
+    """Audit 16 D1.
 
-def test_audit16_the_tuned_table_compares_the_methods_of_a_data_set_on_the_same_factuals(prep):
-    """The tuned Table 1 took each method on the factuals every setting of *its own* grid has, so the methods
+    The tuned Table 1 took each method on the factuals every setting of *its own* grid has, so the methods
     of one data set were compared (l1, lof, vr: 04-best-lof, 04-l1-below, 04-wce-least-robust) on different
     factuals while the fill runs: on the paper store of 04:39, heloc's PROPLACE over 4 factuals, every other
     method over 3. The fixed-settings Table 1 runs every method on the same factuals (one cell each)."""

@@ -696,9 +696,7 @@ def test_the_notebook_has_five_exercises_with_hidden_solutions_that_assert_their
     assert "run.finish(" in text[-1] and any("plot_region_slider" in t for t in text)
 
 
-# audit 15
-
-def test_audit15_the_papers_own_tables_1_and_2_do_not_fail_the_times_claim():
+def test_the_papers_own_tables_1_and_2_do_not_fail_the_times_claim():
     """Audit 15 T1: 02-times asked "at most 10% early stops" of every run, but the paper's own Tables 1-2 stop
     655 of their 4320 instances (15%) at its 1000 s limit. A run with the paper's times and the paper's early
     stops read *differs*. The bound is the paper's share on the same configurations, plus 10 points."""
@@ -718,7 +716,7 @@ def test_audit15_the_papers_own_tables_1_and_2_do_not_fail_the_times_claim():
     assert CH.claim_times(ratios, more, time_limit=1000).verdict == DIFFERS
 
 
-def test_audit15_smaller_models_explain_a_failed_model_size_claim_only_where_the_papers_own_numbers_fail_too():
+def test_smaller_models_explain_a_failed_model_size_claim_only_where_the_papers_own_numbers_fail_too():
     """Audit 15 T2: book 02-iterations-complexity read "Deviation ...: smaller models than the paper's" at a median
     ratio of 1.00 on RF5/RF10, GBM5/GBM10, NN10/NN50 and DT3/DT10. The paper's own Tables 1-2 on exactly those
     models give iterations growing (RF5 3.25 -> RF10 8.95 on banknote), so the smaller models do not explain it."""
@@ -733,7 +731,7 @@ def test_audit15_smaller_models_explain_a_failed_model_size_claim_only_where_the
     assert nn.verdict == DIFFERS and nn.explanation.startswith("Deviation from the paper's protocol: smaller models")
 
 
-def test_audit15_the_baselines_distance_is_set_against_our_robust_counterfactuals_not_our_stopped_ones():
+def test_the_baselines_distance_is_set_against_our_robust_counterfactuals_not_our_stopped_ones():
     """Audit 15 T3: 02-baseline-not-robust's reason explains a robust baseline by its distance ("a point farther from
     the factual can clear the uncertainty ball more often") against every valid point of ours, including those our
     time limit stopped before they were robust (their distance is short of the robust one). Book: 6 of 16 rows; the
