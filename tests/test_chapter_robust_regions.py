@@ -742,3 +742,15 @@ def test_the_baselines_distance_is_set_against_our_robust_counterfactuals_not_ou
     text = CH.distance_ratio_text(frame)
     assert "30.0×" not in text and text.endswith(f"(l1, 1.0× to 3.0× over the {N - 1} rows where the baseline "
                                                  "found a valid one and ours a robust one)")
+
+
+# audit 17
+def test_the_times_claim_reads_the_unrounded_ratio_of_tables_1_and_2():
+    """Audit 17 D1: 02-times took its median from the ``ratio`` column of :func:`compare_with_paper`, rounded to
+    two decimals there, so a configuration 3.004x the paper's time read 3.00 (within the claim's 3x) and the claim
+    *reproduced*; audit 6 D6's test of the printed side fed the ratio by hand and never went through the table."""
+    paper = CH.paper_tables().set_index(["norm", "rho", "model", "dataset"]).loc[("linf", 0.01, "DT3", "banknote")]
+    frame = _frame(*[_row(rho=0.01, index=i, time=3.004 * paper["time"]) for i in range(10)])
+    tables = [CH.compare_with_paper(CH.summary_table(frame), norm="linf")]
+    c = CH.claim_times(tables, frame, time_limit=1000)
+    assert c.verdict == DIFFERS and "ratio ours/paper 3.00 " not in c.ours
