@@ -744,7 +744,6 @@ def test_the_baselines_distance_is_set_against_our_robust_counterfactuals_not_ou
                                                  "found a valid one and ours a robust one)")
 
 
-# audit 17
 def test_the_times_claim_reads_the_unrounded_ratio_of_tables_1_and_2():
     """Audit 17 D1: 02-times took its median from the ``ratio`` column of :func:`compare_with_paper`, rounded to
     two decimals there, so a configuration 3.004x the paper's time read 3.00 (within the claim's 3x) and the claim
