@@ -877,3 +877,20 @@ def test_the_tuned_table_compares_the_methods_of_a_data_set_on_the_same_factuals
     assert set(ran["method"]) == set(CH.TUNING)
     assert (ran["n"] == CH.MIN_FACTUALS).all(), ran[["method", "n"]].to_string()
     assert CH.deciding_table(fixed_table(), tuned)[1]
+
+
+# audit 17
+def test_delta_validity_counts_the_counterfactuals_the_interval_test_ran_on():
+    """Audit 17 D2: 04-vdelta-100's evidence was the factuals per data set, while vΔ is taken over the CEs
+    PROPLACE found inside [0, 1] only. On the tuned Table 1 of the paper store (04:51) heloc has 5 factuals,
+    one CE outside [0, 1]: vΔ rests on 4, below MIN_FACTUALS, yet the claim read *reproduced* on "evidence 5"."""
+    table = paper_like().assign(found=100.0, outside=0.0, n=CH.MIN_FACTUALS)
+    assert CH.claim_delta_validity(table).verdict == REPRODUCED
+    heloc = (table["method"] == "PROPLACE") & (table["dataset"] == "heloc")
+    table.loc[heloc, "outside"] = 100.0 / CH.MIN_FACTUALS          # one of the five left out of the test
+    claim = CH.claim_delta_validity(table)
+    assert claim.verdict == NOT_RUN and claim.evidence == CH.MIN_FACTUALS - 1
+    table.loc[heloc, ["outside", "found"]] = [0.0, 100.0 * (CH.MIN_FACTUALS - 1) / CH.MIN_FACTUALS]  # one not found
+    assert CH.claim_delta_validity(table).evidence == CH.MIN_FACTUALS - 1
+    table.loc[heloc, "vΔ"] = 50.0                                    # a failure on few CEs still decides
+    assert CH.claim_delta_validity(table).verdict == DIFFERS

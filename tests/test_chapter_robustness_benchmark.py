@@ -288,3 +288,27 @@ def test_the_verdict_prose_states_the_rule_the_comparisons_apply():
                 if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("## Hypotheses vs. this run"))
     assert "(three pairs)" not in text and "higher on more factuals than it is lower" not in text
     assert "sign test" in text and f"{CH.MIN_DECISIVE} decisive" in text and f"{CH.SIGN_TEST_LEVEL:g}" in text
+
+
+# audit 17
+def _saa(method, margins, tau, *, valid=True):
+    """Recommended SAA counterfactuals of a forest with these margins over p*(N, ALPHA) (what `measure` stores)
+    and the method's own threshold `tau`."""
+    return _rows(method, "forest", margins, col="margin", param=CH.ALPHA, tau=tau, valid=valid, found=True)
+
+
+def test_h4_holds_each_saa_counterfactual_to_its_own_threshold_found_valid_or_not():
+    """Audit 17 D1: H4 read the margin over p*(N, alpha) for Robust-SAA too, whose own threshold rho*(N, alpha,
+    beta) is higher, and only the valid counterfactuals: a Robust-SAA point between p* and rho*, or an SAA point
+    the forest does not give the target class, passed or went uncounted."""
+    p_star, rho_star = 0.62, 0.78
+    direct = _saa(CH.DIRECT_SAA, [0.01, 0.02, 0.03], p_star)
+    assert CH.h4_saa_margin(pd.DataFrame(direct + _saa(CH.ROBUST_SAA, [0.17, 0.18, 0.2], rho_star))).verdict \
+        == REPRODUCED
+    short_of_rho = pd.DataFrame(direct + _saa(CH.ROBUST_SAA, [0.17, 0.18, 0.1], rho_star))  # 0.72 < rho* = 0.78
+    c = CH.h4_saa_margin(short_of_rho)
+    assert c.verdict == DIFFERS and "-0.06" in c.ours
+    not_the_target = pd.DataFrame(direct + _saa(CH.DIRECT_SAA, [-0.2], p_star, valid=False)[:1])
+    not_the_target.loc[3, "factual"] = 3
+    assert CH.h4_saa_margin(not_the_target).verdict == DIFFERS
+    assert CH.h4_saa_margin(pd.DataFrame(_saa(CH.ROBUST_SAA, [0.17] * 3, rho_star))).verdict == NOT_RUN  # no p*
