@@ -879,7 +879,6 @@ def test_the_tuned_table_compares_the_methods_of_a_data_set_on_the_same_factuals
     assert CH.deciding_table(fixed_table(), tuned)[1]
 
 
-# audit 17
 def test_delta_validity_counts_the_counterfactuals_the_interval_test_ran_on():
     """Audit 17 D2: 04-vdelta-100's evidence was the factuals per data set, while vΔ is taken over the CEs
     PROPLACE found inside [0, 1] only. On the tuned Table 1 of the paper store (04:51) heloc has 5 factuals,

@@ -290,7 +290,6 @@ def test_the_verdict_prose_states_the_rule_the_comparisons_apply():
     assert "sign test" in text and f"{CH.MIN_DECISIVE} decisive" in text and f"{CH.SIGN_TEST_LEVEL:g}" in text
 
 
-# audit 17
 def _saa(method, margins, tau, *, valid=True):
     """Recommended SAA counterfactuals of a forest with these margins over p*(N, ALPHA) (what `measure` stores)
     and the method's own threshold `tau`."""
