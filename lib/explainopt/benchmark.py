@@ -39,15 +39,18 @@ def network_grid(widths=(10, 50, 100), layers=(1, 2, 3), tightening=(None, "lp")
             for w in widths for k in layers for t in tightening]
 
 
+#: The model of each family in the grids, by (size, depth, random_state).
+FAMILIES = {
+    "RF": lambda size, depth, seed: RandomForestClassifier(n_estimators=size, max_depth=depth, random_state=seed),
+    "GBM": lambda size, depth, seed: GradientBoostingClassifier(n_estimators=size, max_depth=depth, random_state=seed),
+    "MLP": lambda size, depth, seed: MLPClassifier((size,) * depth, max_iter=500, random_state=seed),
+}
+
+
 def _model(config: dict, random_state: int):
-    family, size, depth = config["family"], config["size"], config["depth"]
-    if family == "RF":
-        return RandomForestClassifier(n_estimators=size, max_depth=depth, random_state=random_state)
-    if family == "GBM":
-        return GradientBoostingClassifier(n_estimators=size, max_depth=depth, random_state=random_state)
-    if family == "MLP":
-        return MLPClassifier((size,) * depth, max_iter=500, random_state=random_state)
-    raise ValueError(f"unknown model family {family!r}")
+    if config["family"] not in FAMILIES:
+        raise ValueError(f"unknown model family {config['family']!r}: expected one of {list(FAMILIES)}")
+    return FAMILIES[config["family"]](config["size"], config["depth"], random_state)
 
 
 def time_instance(config: dict, *, dataset: str = DATASET, n_factuals: int = 3,
