@@ -86,6 +86,18 @@ def _rows(method, model, values, *, col="retrained", param=None, **extra):
                     status="optimal", excess_distance=0.0, tol=1e-4), col: v, **extra} for i, v in enumerate(values)]
 
 
+def test_a_pair_whose_measure_is_missing_is_left_out_and_counted():
+    """Audit 17b J2: a measure missing on one side (a time-limited solve) dropped the pair unsaid."""
+    base = _rows(CH.NEAREST, "network", [0.1] * 6)
+    frame = pd.DataFrame(base + _rows(CH.REGION, "network", [0.9] * 5 + [np.nan], param=CH.RHO))
+    claim = CH.h5_region_retrained_network(frame)
+    assert claim.verdict == REPRODUCED and claim.evidence == 5
+    assert claim.why == ("1 of the 6 factuals left out: the measure is missing on one side (a solve stopped "
+                         "without a value)")
+    complete = CH.h5_region_retrained_network(frame.fillna(0.9))
+    assert complete.evidence == 6 and "left out" not in complete.why
+
+
 def _claim(claims, prefix):
     return next(c for c in claims if c.claim.startswith(prefix))
 

@@ -489,7 +489,7 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
         base, keys = ok[(ok["method"] == against) & ok["recommended"].astype(bool)], ["dataset", "factual"]
     cols = list(dict.fromkeys([col, "distance"]))
     merged = sel[keys + cols].merge(base[keys + cols], on=keys, suffixes=("", "_base"))
-    merged = merged.rename(columns={col: "ours", f"{col}_base": "base"}).dropna(subset=["ours", "base"])
+    merged = merged.rename(columns={col: "ours", f"{col}_base": "base"})
     return merged.assign(short=merged["distance_base"] < (1 - SHORT_OF_DISTANCE) * merged["distance"]
                          if against in (STRETCHED, STRETCHED_TO) else False)
 
@@ -531,9 +531,14 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     """Hypothesis "ours > base", decided by a one-sided sign test at :data:`SIGN_TEST_LEVEL` over the
     decisive pairs (ties, e.g. both valid for every retrained model, count for neither): it holds on a
     higher mean and p <= 0.05, and needs `minimum` decisive pairs (at least :data:`MIN_DECISIVE`), so one
-    win among ties cannot pass. Against a stretched comparator only the pairs at the same distance count
-    (:func:`at_the_same_distance`)."""
-    pairs, left_out = at_the_same_distance(pairs)
+    win among ties cannot pass. A pair whose measure is missing on one side is left out, and so, against a
+    stretched comparator, is a pair not at the same distance (:func:`at_the_same_distance`); the reason
+    counts both."""
+    measured = pairs.dropna(subset=["ours", "base"])
+    missing = (f"{len(pairs) - len(measured)} of the {len(pairs)} factuals left out: the measure is missing on one "
+               "side (a solve stopped without a value)") if len(measured) < len(pairs) else ""
+    pairs, left_out = at_the_same_distance(measured)
+    left_out = "; ".join(filter(None, [missing, left_out]))
     n = len(pairs)
     wins = int((pairs["ours"] > pairs["base"] + 1e-9).sum()) if n else 0
     losses = int((pairs["ours"] < pairs["base"] - 1e-9).sum()) if n else 0
