@@ -952,3 +952,39 @@ def test_one_instance_does_not_decide_a_stability_mean_over_the_papers_ten():
     assert CH.knapsack_std_claim(runs, stability).verdict == REPRODUCED      # the paper's sample: mean ratio 1.32
     one = [frame[frame["instance"] == 0] for frame in (runs, stability)]
     assert CH.knapsack_std_claim(*one).verdict != DIFFERS                     # one instance of ten decides nothing
+
+
+# audit 18
+
+def _spp_blind_to_theta():
+    """An SPP whose optimal value and route barely change within |θ| ≤ 0.25, and a CLEMO that ignores θ: it
+    predicts the present problem's solution (θ0 = 0) everywhere, as probabilities 0.9 / 0.1."""
+    theta = np.linspace(-1, 1, 9)
+    true_f = 0.2 * theta + 3
+    true_x = np.column_stack([theta > 0, theta <= 0] + [np.full(9, j % 2) for j in range(8)]).astype(float)
+    held = np.where(true_x[[4] * 9] > 0.5, 0.9, 0.1)
+    exact = np.where(true_x > 0.5, 0.9, 0.1)
+    return ({"curves": {"theta": theta, "true_f": true_f, "true_x": true_x,
+                        "CLEMO (SLSQP)": (np.full(9, true_f[4]), held)}, "path": ["s", "a", "t"]},
+            {"curves": {"theta": theta, "true_f": true_f, "true_x": true_x, "CLEMO (SLSQP)": (true_f, exact)},
+             "path": ["s", "a", "t"]})
+
+
+def test_local_accuracy_needs_more_than_the_present_solution_held_fixed():
+    """Audit 18 D1: 03-spp-local's bounds (objective within 10%, 90% of arcs) let a surrogate blind to θ pass.
+
+    On the real SPP the present solution held fixed over |θ| ≤ 0.25 is within 4.3% of the optimal value and
+    agrees on 96% of (θ, arc) pairs, so a CLEMO that predicted θ0's solution everywhere read *reproduced*; ours
+    (1.2%, 99%) is better on both, which is what 'locally accurate' claims."""
+    blind, exact = _spp_blind_to_theta()
+    c = CH.spp_local_claim(blind)           # objective within 1.7%, arcs agree on 93%: inside both bounds
+    assert c.verdict == DIFFERS and "held fixed" in c.ours
+    assert CH.spp_local_claim(exact).verdict == REPRODUCED
+    assert verdict(CH.spp_local_claim(spp_result())) == REPRODUCED
+
+
+def test_sigma_not_compared_counts_instances_not_instances_times_fits():
+    """Audit 18 D2: the book's 03-knapsack-sigma printed "σ over 12 instance(s)" for 1 instance of each of the 4
+    types: it added the instances of its 3 fits (DTR, LR, convex), which share the same instances."""
+    c = CH.knapsack_sigma_claim(_sigma_table([CH.DTR, CH.LR, CH.CONVEX], 1))
+    assert c.verdict == NOT_RUN and "σ over 4 instance(s), not compared" in c.ours
