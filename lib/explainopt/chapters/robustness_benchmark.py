@@ -547,7 +547,8 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
                             why=left_out)
     p, mean, base = sign_test(wins, losses), pairs["ours"].mean(), pairs["base"].mean()
     holds = bool(mean > base and p <= SIGN_TEST_LEVEL)
-    middle = (mean + base) / 2               # each mean printed on its side of it: the pair reads as it compares
+    # each mean printed on its side of their middle, so the pair reads as it compares (equal means have no side)
+    middle = (mean + base) / 2 if mean != base else None
     ours = (f"mean {beside(mean, '.3g', middle)}{unit} vs {beside(base, '.3g', middle)}{unit}; higher on {wins}, "
             f"lower on {losses} of {n} factuals (sign test p = {beside(p, '.2g', SIGN_TEST_LEVEL)})")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
