@@ -954,7 +954,6 @@ def test_one_instance_does_not_decide_a_stability_mean_over_the_papers_ten():
     assert CH.knapsack_std_claim(*one).verdict != DIFFERS                     # one instance of ten decides nothing
 
 
-# audit 18
 
 def _spp_blind_to_theta():
     """An SPP whose optimal value and route barely change within |θ| ≤ 0.25, and a CLEMO that ignores θ: it
@@ -971,7 +970,7 @@ def _spp_blind_to_theta():
 
 
 def test_local_accuracy_needs_more_than_the_present_solution_held_fixed():
-    """Audit 18 D1: 03-spp-local's bounds (objective within 10%, 90% of arcs) let a surrogate blind to θ pass.
+    """Audit 18a D1: 03-spp-local's bounds (objective within 10%, 90% of arcs) let a surrogate blind to θ pass.
 
     On the real SPP the present solution held fixed over |θ| ≤ 0.25 is within 4.3% of the optimal value and
     agrees on 96% of (θ, arc) pairs, so a CLEMO that predicted θ0's solution everywhere read *reproduced*; ours
@@ -984,7 +983,7 @@ def test_local_accuracy_needs_more_than_the_present_solution_held_fixed():
 
 
 def test_sigma_not_compared_counts_instances_not_instances_times_fits():
-    """Audit 18 D2: the book's 03-knapsack-sigma printed "σ over 12 instance(s)" for 1 instance of each of the 4
+    """Audit 18a D2: the book's 03-knapsack-sigma printed "σ over 12 instance(s)" for 1 instance of each of the 4
     types: it added the instances of its 3 fits (DTR, LR, convex), which share the same instances."""
     c = CH.knapsack_sigma_claim(_sigma_table([CH.DTR, CH.LR, CH.CONVEX], 1))
     assert c.verdict == NOT_RUN and "σ over 4 instance(s), not compared" in c.ours

@@ -897,7 +897,6 @@ def test_a_target_missed_on_enough_counterfactuals_decides_its_dataset_whatever_
     assert CH.meets_targets(short, dataset="Adult") is None
 
 
-# audit 18
 def test_large_forests_decides_as_spambase_naive_does_a_rate_whose_interval_reaches_the_bound_is_partly():
     """Audit 18b D1: 05-large-forests read the point estimate alone ("< 25%"), where its sibling 05-spambase-naive
     reads the binomial interval. The paper's own Spambase rate at N = 400 is 24%, so at the 10 counterfactuals the

@@ -325,7 +325,6 @@ def test_h4_holds_each_saa_counterfactual_to_its_own_threshold_found_valid_or_no
     assert CH.h4_saa_margin(pd.DataFrame(_saa(CH.ROBUST_SAA, [0.17] * 3, rho_star))).verdict == NOT_RUN  # no p*
 
 
-# audit 18
 def test_equal_means_print_at_the_claims_precision():
     """Audit 18b D2: with the two means equal (every pair a tie, paper 06-h8), each was printed beside their
     middle, which equals both, so with every digit: "mean 0.010738074779510498 vs 0.010738074779510498"."""
