@@ -227,6 +227,17 @@ def test_claim_low_agreement_in_4d():
     assert verdict(CH.claim_low_agreement_in_4d(EMPTY)) == R.NOT_RUN
 
 
+
+def test_low_agreement_in_4d_needs_both_functions_and_names_the_tie_aware_reading():
+    """Audit 18a J1/J2: one function's cell decided a claim about two, and the reason did not say that the low
+    agreement is strict argmax's (round-off ties broken), which counting ties as agreement lifts."""
+    only_x3 = CH.claim_low_agreement_in_4d(agreement({(4, "x^3", 5): 0.4, (4, "x^3", 10): 0.3}))
+    assert verdict(only_x3) == R.NOT_RUN and "sin x" in only_x3.why
+    strict = agreement({(4, "x^3", 5): 0.4, (4, "sin x^3", 5): 0.45})
+    aware = agreement({(4, "x^3", 5): 0.999, (4, "sin x^3", 5): 1.0, (4, "x^2", 5): 0.2})
+    claim = CH.claim_low_agreement_in_4d(strict, aware)
+    assert verdict(claim) == R.REPRODUCED and "0.999-1.000" in claim.why
+
 def test_claim_agreement_decreases():
     falls = agreement({(2, "x^2", 2): 0.8, (3, "x^2", 3): 0.6, (4, "x^2", 5): 0.4, (1, "x^2", 1): 1.0})
     rises = agreement({(2, "x^2", 2): 0.8, (3, "x^2", 3): 0.6, (4, "x^2", 5): 0.7})
