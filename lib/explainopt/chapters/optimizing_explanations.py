@@ -688,9 +688,10 @@ def claim_low_agreement_in_4d(strict: pd.DataFrame, tie_aware: pd.DataFrame | No
     if absent:
         return CLAIMS.claim("01-agreement-d4", fields=fields, ours="n/a", holds=None, evidence=len(rows),
                             why=f"no D = 4 cell of {', '.join(absent)}")
-    why = "" if aware is None or not len(aware) else (
-        f"by strict argmax, as the paper; counting round-off ties among the most important features as agreement, "
-        f"the same cells read {aware['all three'].min():.3f}-{aware['all three'].max():.3f}")
+    span = "" if aware is None or not len(aware) else "-".join(dict.fromkeys(
+        f"{a:.3f}" for a in (aware["all three"].min(), aware["all three"].max())))
+    why = span and ("by strict argmax, as the paper; counting round-off ties among the most important features "
+                    f"as agreement, the same cells read {span}")
     return CLAIMS.claim("01-agreement-d4", fields=fields, evidence=len(rows), why=why,
                            ours=", ".join(f"{f} u={u:g}: {verdicts.beside(a, '.3f', below)}" for f, u, a in
                                           zip(rows["function"], rows["u"], rows["all three"])),
