@@ -493,7 +493,8 @@ def test_a_model_size_ratio_above_the_features_ratio_does_not_print_equal_to_it(
 
 
 def _leaf_times(exact, heuristic):
-    return pd.DataFrame({"farther": [True], "closer": [False], "exact_time": [exact], "heuristic_time": [heuristic]})
+    return pd.DataFrame({"farther": [True], "closer": [False], "exact_time": [exact], "heuristic_time": [heuristic],
+                         "heuristic_certified": [True]})
 
 
 def test_a_faster_heuristic_does_not_print_as_fast_as_algorithm_1():
@@ -506,6 +507,14 @@ def test_a_missing_time_leaves_the_single_leaf_claim_undecided_not_failed():
     """Audit 7 E4."""
     assert CH.claim_single_leaf(_leaf_times(np.nan, 0.01)).verdict == NOT_RUN
 
+
+
+def test_an_uncertified_heuristic_region_is_not_counted_as_farther():
+    """Audit 19a J1: the claim ignored ``heuristic_certified``, so an uncertified (not robust) heuristic point
+    farther than Algorithm 1's lifted the verdict from *partly* to *reproduced*."""
+    row, heuristic = _pair(0.2, 0.3)
+    claim = CH.claim_single_leaf(_comparison((row, dict(heuristic, heuristic_certified=False))))
+    assert claim.verdict == PARTLY and "1 heuristic region(s) uncertified" in claim.why
 
 def _invalid_baselines(n: int, invalid: int) -> pd.DataFrame:
     return _baselines([True] * n, [False] * invalid + [True] * (n - invalid), [True] * n)
