@@ -333,3 +333,19 @@ def test_equal_means_print_at_the_claims_precision():
                                                                              param=CH.RHO))
     claim = CH.h5_region_retrained_network(frame)
     assert claim.verdict == NOT_RUN and claim.ours.startswith("mean 0.0107 vs 0.0107;")
+
+
+# audit 19
+def test_model_shift_pairs_closer_than_the_bisection_tolerance_are_ties():
+    """Audit 19b D1: exact Δ is a bisection answer, the last shift that passed, so the true Δ lies within the
+    row's `tol` above it (book 1e-3, paper 1e-4), and H3 grants that tolerance. H8 counted any difference over
+    1e-9 as decisive: book compas factual 2 read as a region win at 0.02684 vs 0.02602 (0.00082 < tol 0.001)."""
+    def frame(gap, tol):
+        return pd.DataFrame(_rows(CH.STRETCHED, "network", [0.5] * 6, param=CH.RHO, tol=tol,
+                                  delta_exact=0.02)
+                            + _rows(CH.REGION, "network", [0.5] * 6, param=CH.RHO, tol=tol, delta_exact=0.02 + gap))
+    within = CH.h8_region_model_shift(frame(0.00082, 1e-3))
+    assert within.verdict == NOT_RUN and within.evidence == 0 and "6 of the 6 factuals are ties" in within.why
+    assert CH.h8_region_model_shift(frame(0.00082, 1e-4)).verdict == REPRODUCED    # resolved at the paper's tol
+    assert CH.h8_region_model_shift(frame(-0.002, 1e-3)).verdict == DIFFERS
+    assert "bisection tolerance" in CH.CLAIMS.row("06-h8-region-model-shift")["decides"]
