@@ -335,7 +335,6 @@ def test_equal_means_print_at_the_claims_precision():
     assert claim.verdict == NOT_RUN and claim.ours.startswith("mean 0.0107 vs 0.0107;")
 
 
-# audit 19
 def test_model_shift_pairs_closer_than_the_bisection_tolerance_are_ties():
     """Audit 19b D1: exact Δ is a bisection answer, the last shift that passed, so the true Δ lies within the
     row's `tol` above it (book 1e-3, paper 1e-4), and H3 grants that tolerance. H8 counted any difference over
