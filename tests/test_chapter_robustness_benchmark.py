@@ -98,6 +98,17 @@ def test_a_pair_whose_measure_is_missing_is_left_out_and_counted():
     assert complete.evidence == 6 and "left out" not in complete.why
 
 
+
+def test_a_pair_without_a_valid_counterfactual_on_one_side_is_left_out_and_counted():
+    """Audit 19b (standing note): an invalid comparator dropped its pair unsaid (book H9: 18 pairs → 16)."""
+    base = _rows(CH.NEAREST, "network", [0.1] * 6)
+    base[5]["valid"] = False
+    frame = pd.DataFrame(base + _rows(CH.REGION, "network", [0.9] * 6, param=CH.RHO))
+    claim = CH.h5_region_retrained_network(frame)
+    assert claim.verdict == REPRODUCED and claim.evidence == 5
+    assert claim.why == ("1 of the 6 factuals left out: one side has no valid counterfactual (none found, or not "
+                         "of the target class)")
+
 def _claim(claims, prefix):
     return next(c for c in claims if c.claim.startswith(prefix))
 

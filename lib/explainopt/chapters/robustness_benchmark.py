@@ -474,12 +474,13 @@ CLAIMS = ClaimBook(CHAPTER, paper_table("robustness_benchmark_claims"))
 
 
 def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, against: str = NEAREST) -> pd.DataFrame:
-    """Per (dataset, factual): `col` of `method` (recommended parameter, or `param`) beside `against`'s,
-    over the factuals where both found a valid counterfactual. Against :data:`STRETCHED_TO`: beside the
-    nearest counterfactual stretched to that counterfactual's own distance (same factual and parameter)."""
+    """Per (dataset, factual): `col` of `method` (recommended parameter, or `param`) beside `against`'s, with
+    ``both_valid`` true where both found a valid counterfactual (the pairs the checks compare). Against
+    :data:`STRETCHED_TO`: beside the nearest counterfactual stretched to that counterfactual's own distance (same
+    factual and parameter)."""
     if df.empty:
-        return pd.DataFrame(columns=["ours", "base"])
-    ok = _valid(df)
+        return pd.DataFrame(columns=["ours", "base", "both_valid"])
+    ok = _with_claim_columns(df)
     ok = ok[ok["model"] == model]
     sel = ok[ok["method"] == method]
     sel = sel[sel["recommended"].astype(bool)] if param is None else sel[sel["param"] == param]
@@ -487,10 +488,11 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
         base, keys = ok[(ok["method"] == against) & (ok["against"] == method)], ["dataset", "factual", "param"]
     else:
         base, keys = ok[(ok["method"] == against) & ok["recommended"].astype(bool)], ["dataset", "factual"]
-    cols = list(dict.fromkeys([col, "distance"]))
+    cols = list(dict.fromkeys([col, "distance", "valid"]))
     merged = sel[keys + cols].merge(base[keys + cols], on=keys, suffixes=("", "_base"))
     merged = merged.rename(columns={col: "ours", f"{col}_base": "base"})
-    return merged.assign(short=merged["distance_base"] < (1 - SHORT_OF_DISTANCE) * merged["distance"]
+    return merged.assign(both_valid=merged["valid"].astype(bool) & merged["valid_base"].astype(bool),
+                         short=merged["distance_base"] < (1 - SHORT_OF_DISTANCE) * merged["distance"]
                          if against in (STRETCHED, STRETCHED_TO) else False)
 
 
@@ -536,14 +538,17 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     """Hypothesis "ours > base", decided by a one-sided sign test at :data:`SIGN_TEST_LEVEL` over the
     decisive pairs (ties, within `tie`, e.g. both valid for every retrained model, count for neither): it
     holds on a higher mean and p <= 0.05, and needs `minimum` decisive pairs (at least :data:`MIN_DECISIVE`),
-    so one win among ties cannot pass. A pair whose measure is missing on one side is left out, and so, against a
-    stretched comparator, is a pair not at the same distance (:func:`at_the_same_distance`); the reason
-    counts both."""
-    measured = pairs.dropna(subset=["ours", "base"])
-    missing = (f"{len(pairs) - len(measured)} of the {len(pairs)} factuals left out: the measure is missing on one "
-               "side (a solve stopped without a value)") if len(measured) < len(pairs) else ""
+    so one win among ties cannot pass. A pair with no valid counterfactual on one side is left out, so is a
+    pair whose measure is missing on one side, and, against a stretched comparator, a pair not at the same
+    distance (:func:`at_the_same_distance`); the reason counts each."""
+    both = pairs[pairs["both_valid"].astype(bool)]
+    invalid = (f"{len(pairs) - len(both)} of the {len(pairs)} factuals left out: one side has no valid "
+               "counterfactual (none found, or not of the target class)") if len(both) < len(pairs) else ""
+    measured = both.dropna(subset=["ours", "base"])
+    missing = (f"{len(both) - len(measured)} of the {len(both)} factuals left out: the measure is missing on one "
+               "side (a solve stopped without a value)") if len(measured) < len(both) else ""
     pairs, left_out = at_the_same_distance(measured)
-    left_out = "; ".join(filter(None, [missing, left_out]))
+    left_out = "; ".join(filter(None, [invalid, missing, left_out]))
     n = len(pairs)
     wins = int((pairs["ours"] > pairs["base"] + tie).sum()) if n else 0
     losses = int((pairs["ours"] < pairs["base"] - tie).sum()) if n else 0
