@@ -109,6 +109,22 @@ def test_a_pair_without_a_valid_counterfactual_on_one_side_is_left_out_and_count
     assert claim.why == ("1 of the 6 factuals left out: one side has no valid counterfactual (none found, or not "
                          "of the target class)")
 
+
+def test_a_region_or_proplace_point_of_the_wrong_class_fails_h2_and_h3():
+    """Audit 17b J3: H2 and H3 read only valid rows, so a converged region or a PROPLACE point the model does not
+    give the target class dropped out instead of failing (as H4's did before audit 17)."""
+    regions = _rows(CH.REGION, "network", [0.06] * 4, col="radius_linf", param=0.05, status="converged",
+                    distance=0.3)
+    assert CH.h2_region_certified(pd.DataFrame(regions)).verdict == REPRODUCED
+    regions[0]["valid"] = False
+    h2 = CH.h2_region_certified(pd.DataFrame(regions))
+    assert h2.verdict == DIFFERS and "1 found not of the target class" in h2.ours
+    points = _rows(CH.PROPLACE, "network", [0.06] * 4, col="delta_interval", param=0.05, distance=0.3)
+    points[0].update(valid=False)
+    assert CH.h3_proplace_delta(pd.DataFrame(points)).verdict == DIFFERS
+    points[0].update(distance=np.nan, delta_interval=np.nan)              # none found: no evidence either way
+    assert CH.h3_proplace_delta(pd.DataFrame(points)).verdict == REPRODUCED
+
 def _claim(claims, prefix):
     return next(c for c in claims if c.claim.startswith(prefix))
 

@@ -566,13 +566,21 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
                                                     if wins + losses < n else "", left_out])))
 
 
-def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int) -> Claim:
-    """Hypothesis "every value ≥ bound", on at least `minimum` values; one value below the bound decides it."""
+def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int, wrong_class: int = 0) -> Claim:
+    """Hypothesis "every value ≥ bound", on at least `minimum` values; one value below the bound decides it,
+    and so does one of `wrong_class` counterfactuals found but not of the target class (a method's guarantee
+    that its point is not even valid for)."""
     values = values.dropna()
-    holds = all_of_at_least(values, 1, lambda v: v >= bound)
-    return CLAIMS.claim(id, ours=f"smallest {name} {beside(values.min(), '.2g', bound)} over {len(values)}"
-                        if len(values) else "no data", holds=holds, evidence=len(values), minimum=minimum,
+    holds = False if wrong_class else all_of_at_least(values, 1, lambda v: v >= bound)
+    ours = f"smallest {name} {beside(values.min(), '.2g', bound)} over {len(values)}" if len(values) else "no data"
+    return CLAIMS.claim(id, ours=ours + (f"; {wrong_class} found not of the target class" if wrong_class else ""),
+                        holds=holds, evidence=len(values) + wrong_class, minimum=minimum,
                         failure_decides=holds is False)
+
+
+def _wrong_class(rows: pd.DataFrame) -> int:
+    """How many of `rows` found a counterfactual (a distance) that the model does not give the target class."""
+    return int((rows["distance"].notna() & ~rows["valid"].astype(bool)).sum())
 
 
 #: The columns the hypothesis checks read.
@@ -600,20 +608,22 @@ def h1_nearest_closest(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
 
 
 def h2_region_certified(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
-    """H2: a converged robust region is certified for its rho."""
-    ok = _valid(df)
-    reg = ok[(ok["method"] == REGION) & (ok["status"] == "converged")]
-    return _smallest("06-h2-region-certified", reg["radius_linf"] - reg["param"].astype(float), "radius − rho", -1e-4,
-                     minimum=minimum)
+    """H2: a converged robust region is certified for its rho; one whose point is not of the target class fails."""
+    df = _with_claim_columns(df)
+    reg = df[(df["method"] == REGION) & (df["status"] == "converged")]
+    ok = reg[reg["valid"].astype(bool)]
+    return _smallest("06-h2-region-certified", ok["radius_linf"] - ok["param"].astype(float), "radius − rho", -1e-4,
+                     minimum=minimum, wrong_class=_wrong_class(reg))
 
 
 def h3_proplace_delta(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
     """H3: PROPLACE's counterfactuals pass Definition 7 at their delta (the bisection returns a Delta that
-    passed, within its tolerance below the largest)."""
-    ok = _valid(df)
-    pro = ok[ok["method"] == PROPLACE]
+    passed, within its tolerance below the largest); one found but not of the target class fails."""
+    df = _with_claim_columns(df)
+    found = df[df["method"] == PROPLACE]
+    pro = found[found["valid"].astype(bool)]
     return _smallest("06-h3-proplace-delta", pro["delta_interval"] - pro["param"].astype(float) + pro["tol"],
-                     "Δ − δ + tolerance", -1e-9, minimum=minimum)
+                     "Δ − δ + tolerance", -1e-9, minimum=minimum, wrong_class=_wrong_class(found))
 
 
 def h4_saa_margin(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
