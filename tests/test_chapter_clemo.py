@@ -1002,3 +1002,35 @@ def test_sigma_not_compared_counts_instances_not_instances_times_fits():
     types: it added the instances of its 3 fits (DTR, LR, convex), which share the same instances."""
     c = CH.knapsack_sigma_claim(_sigma_table([CH.DTR, CH.LR, CH.CONVEX], 1))
     assert c.verdict == NOT_RUN and "σ over 4 instance(s), not compared" in c.ours
+
+
+# audit 20
+
+def test_figure3_reads_a_decided_failure_when_no_depot_cost_contributes():
+    """Audit 20a D1: with every depot cost's contribution zero (or all equal), Spearman's ρ is undefined and
+    03-figure3 read *not run* ("Too little evidence: the check found no data") on all 4 of 4 chunks, although
+    "0 of the top 10 are depot costs" already fails the rule's first half, and equal contributions do not rise
+    with distance."""
+    vrp = vrp_result()
+    n = len(vrp["depot_distance"])
+    vrp["contributions"]["CLEMO (SLSQP)"][0, :n] = np.arange(1, n + 1)  # every demand contributes,
+    vrp["contributions"]["CLEMO (SLSQP)"][0, n:] = 0.0                  # no depot cost does
+    claim = CH.figure3_claim(vrp, n_chunks=4)
+    assert "0 of the top 10 are depot costs" in claim.ours and claim.verdict == DIFFERS
+    vrp["contributions"]["CLEMO (SLSQP)"][0, n:] = 50.0              # every depot cost contributes the same
+    claim = CH.figure3_claim(vrp, n_chunks=4)
+    assert "10 of the top 10 are depot costs" in claim.ours and claim.verdict == DIFFERS
+    vrp["contributions"]["CLEMO (SLSQP)"][0, :] = np.nan             # no surrogate: no data, not a failure
+    assert CH.figure3_claim(vrp, n_chunks=4).verdict == NOT_RUN
+
+
+def test_a_missing_arc_prediction_leaves_the_route_undecided_not_unused():
+    """Audit 20a D2: 03-spp-route rounded CLEMO's arc probabilities at θ0 with ``> 0.5``, so a NaN prediction
+    counted as "arc not used": on an arc the route does not use it read *reproduced* ("match it"), on one it
+    uses *differs*. 03-spp-local reads such a curve as missing."""
+    unused, used = spp_result(), spp_result()
+    i0 = CH._at_theta0(unused)
+    unused["curves"]["CLEMO (SLSQP)"][1][i0, 0] = np.nan            # arc 0 is unused at θ0 = 0 (θ > 0 only)
+    used["curves"]["CLEMO (SLSQP)"][1][i0, 1] = np.nan              # arc 1 is used at θ0
+    assert CH.spp_route_claim(unused).verdict == NOT_RUN
+    assert CH.spp_route_claim(used).verdict == NOT_RUN

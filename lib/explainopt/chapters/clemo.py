@@ -907,10 +907,10 @@ def spp_route_claim(spp: dict | None, *, method: str = "CLEMO (SLSQP)") -> repor
     i0 = None if spp is None else _at_theta0(spp)
     holds, ours = None, "n/a"
     if i0 is not None:
-        predicted = spp["curves"][method][1][i0] > 0.5
-        wrong = int(np.sum(predicted != (spp["curves"]["true_x"][i0] > 0.5)))
-        holds = wrong == 0
-        verdict = "match it" if holds else f"differ in {wrong} arcs"
+        probability = spp["curves"][method][1][i0]
+        wrong = int(np.sum((probability > 0.5) != (spp["curves"]["true_x"][i0] > 0.5)))
+        holds = None if reporting.missing(probability) else wrong == 0    # a NaN is no "arc unused"
+        verdict = "missing" if holds is None else "match it" if holds else f"differ in {wrong} arcs"
         ours = f"route {'–'.join(spp['path'])}; CLEMO's rounded arcs at θ0 {verdict}"
     return CLAIMS.claim("03-spp-route", ours=ours,
                            holds=holds)
@@ -1005,17 +1005,21 @@ def figure3_claim(vrp: dict | None, *, n_chunks: int, method: str = "CLEMO (SLSQ
     "most top-10 depot costs beyond the median distance" passed for a surrogate blind to distance 30% of
     the time.)"""
     holds, ours = None, "n/a"
-    if vrp is not None:
-        rel = _relative(vrp, method, 0)
+    rel = None if vrp is None else _relative(vrp, method, 0)
+    if rel is not None and not reporting.missing(rel):
         best = rel.abs().sort_values(ascending=False).index[:top]
         distance = pd.Series(vrp["depot_distance"], index=[f"c0,{j}" for j in range(1, len(vrp["depot_distance"]) + 1)])
         costs = [f for f in best if f in distance.index]
         far = [f for f in costs if distance[f] > distance.median()]
-        rho, p = spearmanr(distance, rel.reindex(distance.index).abs(), alternative="greater")
-        holds = None if reporting.missing(rho) else bool(2 * len(costs) > top and rho >= correlation and p <= level)
+        size = rel.reindex(distance.index).abs()
+        equal = size.nunique() == 1          # they do not rise with distance (and leave ρ undefined): a failure
+        rho, p = (np.nan, np.nan) if equal else spearmanr(distance, size, alternative="greater")
+        holds = None if reporting.missing(size) else bool(2 * len(costs) > top and not equal and rho >= correlation
+                                                          and p <= level)
         ours = (f"{len(costs)} of the top {top} are depot costs ({len(far)} of clients beyond the median distance); "
-                f"Spearman ρ(distance, |contribution|) over the depot costs {verdicts.beside(rho, '.2f', correlation)} "
-                f"(p = {verdicts.beside(p, '.2g', level)})")
+                f"Spearman ρ(distance, |contribution|) over the depot costs "
+                + ("n/a (all contributions equal)" if equal else
+                   f"{verdicts.beside(rho, '.2f', correlation)} (p = {verdicts.beside(p, '.2g', level)})"))
     return CLAIMS.claim("03-figure3", ours=ours, holds=holds,
                            why=time_capped_note(0 if vrp is None else vrp["time_capped"]),
                            **_vrp_evidence(vrp, n_chunks))
