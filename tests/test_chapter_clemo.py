@@ -1004,7 +1004,6 @@ def test_sigma_not_compared_counts_instances_not_instances_times_fits():
     assert c.verdict == NOT_RUN and "σ over 4 instance(s), not compared" in c.ours
 
 
-# audit 20
 
 def test_figure3_reads_a_decided_failure_when_no_depot_cost_contributes():
     """Audit 20a D1: with every depot cost's contribution zero (or all equal), Spearman's ρ is undefined and
