@@ -375,3 +375,21 @@ def test_model_shift_pairs_closer_than_the_bisection_tolerance_are_ties():
     assert CH.h8_region_model_shift(frame(0.00082, 1e-4)).verdict == REPRODUCED    # resolved at the paper's tol
     assert CH.h8_region_model_shift(frame(-0.002, 1e-3)).verdict == DIFFERS
     assert "bisection tolerance" in CH.CLAIMS.row("06-h8-region-model-shift")["decides"]
+
+
+# audit 20
+@pytest.mark.parametrize("check, method, model, param", [
+    (CH.h7_proplace_radius, CH.PROPLACE, "network", 0.03), (CH.h9_saa_radius, CH.DIRECT_SAA, "forest", CH.ALPHA)])
+def test_a_method_that_found_no_counterfactual_is_counted_against_its_stretched_comparator(check, method, model, param):
+    """Audit 20b D1: the nearest counterfactual is stretched only to a point the method found, so a factual where
+    PROPLACE (or Direct-SAA) found none has no comparator row, and H7 (H9) dropped it at the merge, unsaid. Paper
+    06-h7 read "2 of the 3 factuals left out" on PROPLACE's 5 factuals, where H11 on the same ones says "2 of the 5
+    factuals left out: one side has no valid counterfactual"."""
+    margin, high, low = [1e-5] * 6, [0.2, 0.3, 0.1, 0.2, 0.4, 0.3], [0.05, 0.1, 0.0, 0.1, 0.2, 0.1]
+    frame = _matched(method, model, high, margin, low, param=param)
+    frame = frame[~((frame["method"] == CH.STRETCHED_TO) & (frame["factual"] == 5))].copy()   # no point, no stretch
+    frame.loc[(frame["method"] == method) & (frame["factual"] == 5), ["valid", "radius_linf"]] = [False, np.nan]
+    claim = check(frame)
+    assert claim.verdict == REPRODUCED and claim.evidence == 5
+    assert claim.why == ("1 of the 6 factuals left out: one side has no valid counterfactual (none found, or not "
+                         "of the target class)")

@@ -474,7 +474,7 @@ CLAIMS = ClaimBook(CHAPTER, paper_table("robustness_benchmark_claims"))
 
 
 def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, against: str = NEAREST) -> pd.DataFrame:
-    """Per (dataset, factual): `col` of `method` (recommended parameter, or `param`) beside `against`'s, with
+    """Per (dataset, factual) of `method`: its `col` (recommended parameter, or `param`) beside `against`'s, with
     ``both_valid`` true where both found a valid counterfactual (the pairs the checks compare). Against
     :data:`STRETCHED_TO`: beside the nearest counterfactual stretched to that counterfactual's own distance (same
     factual and parameter)."""
@@ -489,9 +489,11 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     else:
         base, keys = ok[(ok["method"] == against) & ok["recommended"].astype(bool)], ["dataset", "factual"]
     cols = list(dict.fromkeys([col, "distance", "valid"]))
-    merged = sel[keys + cols].merge(base[keys + cols], on=keys, suffixes=("", "_base"))
+    # every factual of the method stays: one without a comparator (the nearest is stretched only to a point the
+    # method found) is a pair with no valid counterfactual on that side, counted by `_better` (audit 20b)
+    merged = sel[keys + cols].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
     merged = merged.rename(columns={col: "ours", f"{col}_base": "base"})
-    return merged.assign(both_valid=merged["valid"].astype(bool) & merged["valid_base"].astype(bool),
+    return merged.assign(both_valid=merged["valid"].astype(bool) & merged["valid_base"].eq(True),
                          short=merged["distance_base"] < (1 - SHORT_OF_DISTANCE) * merged["distance"]
                          if against in (STRETCHED, STRETCHED_TO) else False)
 
