@@ -255,6 +255,23 @@ def test_a_configuration_missing_one_side_is_no_evidence_against_a_trend():
     assert math.isnan(few["small_rho_faster"]) and CH.claim_small_rho_faster(few).verdict == "not run"
 
 
+
+def test_a_matched_share_compares_the_means_over_the_same_factuals():
+    """Audit 20a J1: the shares compared each configuration's mean, so a partly filled store paired means over
+    different factuals. Here rho = 0.01 is slower on every common factual; its one extra, fast factual made its
+    mean the smaller one."""
+    rows = []
+    for d in ("banknote", "diabetes", "ionosphere"):
+        rows += [_row(dataset=d, rho=0.05, index=i, time=2.0) for i in (0, 1)]
+        rows += [_row(dataset=d, rho=0.01, index=i, time=2.1) for i in (0, 1)] + [_row(dataset=d, rho=0.01,
+                                                                                       index=2, time=0.01)]
+    frame = _frame(*rows)
+    summary = CH.summary_table(frame)
+    assert CH.trend_checks(summary)["small_rho_faster"] == 1.0                  # means over 3 vs 2 factuals
+    matched = CH.trend_checks(summary, frame)
+    assert matched["small_rho_faster"] == 0.0 and matched["rho_pairs"] == 3
+    assert CH.claim_small_rho_faster(matched).verdict == DIFFERS
+
 def test_trend_checks_compare_the_iterations_of_the_largest_and_smallest_model_of_a_family():
     summary = _summary({("DT3", "banknote", "linf", 0.05): 1.0, ("DT10", "banknote", "linf", 0.05): 2.0,
                         ("LR", "banknote", "linf", 0.05): 0.1})

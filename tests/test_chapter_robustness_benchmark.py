@@ -377,7 +377,6 @@ def test_model_shift_pairs_closer_than_the_bisection_tolerance_are_ties():
     assert "bisection tolerance" in CH.CLAIMS.row("06-h8-region-model-shift")["decides"]
 
 
-# audit 20
 @pytest.mark.parametrize("check, method, model, param", [
     (CH.h7_proplace_radius, CH.PROPLACE, "network", 0.03), (CH.h9_saa_radius, CH.DIRECT_SAA, "forest", CH.ALPHA)])
 def test_a_method_that_found_no_counterfactual_is_counted_against_its_stretched_comparator(check, method, model, param):
