@@ -248,6 +248,16 @@ def test_claim_agreement_decreases():
     assert verdict(CH.claim_agreement_decreases(EMPTY)) == R.NOT_RUN
 
 
+
+def test_agreement_decreases_compares_each_d_over_the_same_functions():
+    """Audit 21a (judgement call): each D's mean was over whatever functions a run held there, so a function
+    computed only at D = 2 and 3 (a partly filled store) could make the means fall on its own."""
+    cells = {(2, "x^2", 2): 0.5, (3, "x^2", 3): 0.5, (4, "x^2", 5): 0.5,
+             (2, "sin x", 2): 1.0, (3, "sin x", 3): 0.9}                 # sin x not at D = 4
+    claim = CH.claim_agreement_decreases(agreement(cells))
+    assert verdict(claim) == R.DIFFERS and claim.ours == "D=2: 0.500, D=3: 0.500, D=4: 0.500"
+    assert claim.why == "sin x left out: not computed at every D"
+
 def test_claim_tie_aware_decreases_explains_ties_from_the_tie_report():
     ties = pd.DataFrame({"D": [2, 4], "∇f tied share": [0.2, 0.9]})
     falls = agreement({(2, "x^2", 2): 0.99, (3, "x^2", 3): 0.95, (4, "x^2", 5): 0.9})

@@ -707,10 +707,24 @@ def _low_agreement_cells(agreement: pd.DataFrame | None) -> pd.DataFrame | None:
 
 
 def claim_agreement_decreases(strict: pd.DataFrame) -> reporting.Claim:
-    """Mean all-three agreement (strict argmax) decreases from one D to the next; needs three D >= 2."""
-    by_d = agreement_by_dimension(strict)
-    return CLAIMS.claim("01-decreasing", ours=_per_dimension(by_d), evidence=len(by_d), minimum=3,
+    """Mean all-three agreement (strict argmax) decreases from one D to the next, each D's mean over the same
+    functions (:func:`_by_dimension_on_common_functions`); needs three D >= 2."""
+    by_d, left_out = _by_dimension_on_common_functions(strict)
+    return CLAIMS.claim("01-decreasing", ours=_per_dimension(by_d), evidence=len(by_d), minimum=3, why=left_out,
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
+
+
+def _by_dimension_on_common_functions(table: pd.DataFrame) -> tuple[pd.Series, str]:
+    """:func:`agreement_by_dimension` over the functions computed at every D >= 2 (so that no D's mean moves by
+    which functions a partly computed run holds; audit 21a), and, in words, the functions left out ("" if none)."""
+    rows = _multi_dimensional(table)
+    if not len(rows):
+        return pd.Series(dtype=float), ""
+    per_d = rows.groupby("D")["function"].agg(set)
+    common = sorted(set.intersection(*per_d))
+    absent = sorted(set(rows["function"]) - set(common))
+    return (agreement_by_dimension(table, functions=common),
+            f"{', '.join(pretty(f) for f in absent)} left out: not computed at every D" if absent else "")
 
 
 def _figure2_reading(faithful: float, flat: float, inside: float, paper_share: float) -> tuple[bool, bool]:
@@ -767,12 +781,12 @@ def claim_figure2(profile: pd.DataFrame) -> reporting.Claim:
 
 def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> reporting.Claim:
     """Mean all-three agreement, counting near-ties as ties, decreases from one D to the next."""
-    by_d = agreement_by_dimension(tie_aware)
-    why = ""
+    by_d, why = _by_dimension_on_common_functions(tie_aware)
     if len(ties):
         top = int(ties["D"].max())
-        why = (f"∇f has tied most important features at {ties.loc[ties['D'] == top, '∇f tied share'].mean():.0%} of "
-               f"the D = {top} grid points (mean over the functions); strict argmax breaks such ties by round-off")
+        why = "; ".join(filter(None, [
+            why, f"∇f has tied most important features at {ties.loc[ties['D'] == top, '∇f tied share'].mean():.0%} "
+                 f"of the D = {top} grid points (mean over the functions); strict argmax breaks such ties by round-off"]))
     return CLAIMS.claim("01-tie-aware-decreasing", ours=_per_dimension(by_d), why=why, evidence=len(by_d), minimum=3,
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
