@@ -556,6 +556,9 @@ def test_early_stops_at_the_book_scales_8_s_limit_do_not_fail_the_paper_times():
     # the book scale's committed evidence: median ratio 0.33, 14 of 99 instances stopped at its 8 s limit
     c = CH.claim_times([pd.DataFrame({"ratio": [0.2, 0.33, 0.5]})], _stops(14, 99), time_limit=8)
     assert c.verdict == NOT_RUN and "1000" in c.why
+    # audit 21a: the reason is our protocol's limit, not a shortage of cells
+    assert c.explanation == ("Deviation from the paper's protocol: our 8 s limit is below the paper's 1000 s, so its "
+                             "early stops say nothing of the paper's times, so the check cannot decide.")
 
 
 def test_early_stops_at_the_papers_limit_still_decide_and_a_slow_median_still_fails_below_it():

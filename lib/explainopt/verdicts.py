@@ -131,14 +131,17 @@ def interval_below(high, target) -> bool | None:
 
 # --------------------------------------------------------------------------- declared claims
 
-def explanation(c: DeclaredClaim, *, deviation: str = "") -> str:
+def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = "") -> str:
     """Why a verdict is not *reproduced*, as one sentence computed from the claim: *too little evidence*
     (not run: the cells counted against those needed, or the check's reason), a *deviation from the
-    paper's protocol* (the one named), or a *genuine finding* (our number against the paper's under the
+    paper's protocol* (the one named; for a claim not run, `undecided_by`, the deviation of ours that leaves
+    its cells undecided), or a *genuine finding* (our number against the paper's under the
     claim's rule). Empty for a reproduced claim."""
     if c.verdict == REPRODUCED:
         return ""
     if c.verdict == NOT_RUN:
+        if undecided_by:
+            return f"Deviation from the paper's protocol: {undecided_by}, so the check cannot decide."
         counted = (f"{c.evidence} of the {c.minimum} {c.unit} the rule needs were counted" if c.evidence is not None
                    and c.evidence < c.minimum else (c.why or "the check found no data"))
         return f"Too little evidence: {counted}."
@@ -150,11 +153,11 @@ def explanation(c: DeclaredClaim, *, deviation: str = "") -> str:
 
 
 def declared(c: reporting.Claim, *, id: str, rule: str, evidence: int | None, minimum: int,
-             deviation: str = "", unit: str = "cells") -> DeclaredClaim:
+             deviation: str = "", unit: str = "cells", undecided_by: str = "") -> DeclaredClaim:
     """`c` with its id, rule, evidence (counted in `unit`) and explanation."""
     made = DeclaredClaim(**asdict(c), id=id, rule=rule, evidence=None if evidence is None else int(evidence),
                          minimum=int(minimum), unit=unit or "cells")
-    made.explanation = explanation(made, deviation=deviation)
+    made.explanation = explanation(made, deviation=deviation, undecided_by=undecided_by)
     return made
 
 
@@ -203,19 +206,21 @@ class ClaimBook:
 
     def claim(self, id: str, *, ours, holds, paper=None, fields: dict | None = None, deviation: str | None = None,
               evidence: int | None = None, minimum: int = 1, failure_decides: bool = False, pass_decides: bool = False,
-              **kwargs) -> DeclaredClaim:
+              undecided_by: str = "", **kwargs) -> DeclaredClaim:
         """Claim `id` (:func:`~explainopt.reporting.claim`) in the declared wording and with the declared
         evidence rule; `fields` fill the wording's named fields, `paper` overrides the declared number text
         (when it is computed from a transcribed table), `deviation` the declared deviation (when it is
         computed). `failure_decides`: a claim on every item that failed on an item with enough evidence is
         decided (*differs*) even while other items have less than `minimum` (the rule says so); `pass_decides`:
-        likewise for a claim on some item ("sometimes invalid") that holds on an item already counted."""
+        likewise for a claim on some item ("sometimes invalid") that holds on an item already counted;
+        `undecided_by`: the deviation of ours that leaves a claim *not run* on the cells it has."""
         fields, unit = fields or {}, self.row(id)["unit"] or "cells"
         gate = None if (failure_decides and holds is False) or (pass_decides and holds is True) else evidence
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
                                ours=ours, holds=holds, evidence=gate, minimum=minimum, unit=unit, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
-                        deviation=self.row(id)["deviation"] if deviation is None else deviation)
+                        deviation=self.row(id)["deviation"] if deviation is None else deviation,
+                        undecided_by=undecided_by)
 
 
 # --------------------------------------------------------------------------- showing them
