@@ -895,3 +895,28 @@ def test_delta_validity_counts_the_counterfactuals_the_interval_test_ran_on():
     assert CH.claim_delta_validity(table).evidence == CH.MIN_FACTUALS - 1
     table.loc[heloc, "vΔ"] = 50.0                                    # a failure on few CEs still decides
     assert CH.claim_delta_validity(table).verdict == DIFFERS
+
+
+# audit 21
+def test_a_counterfactual_on_the_box_boundary_up_to_rounding_is_tested_for_delta_validity():
+    """Audit 21b D1: PROPLACE's CE is a convex combination of points of [0, 1]^d, so a coordinate can round to
+    1 + 2.2e-16. Table 1 left such CEs out of the interval test as "outside [0, 1]": paper heloc read "19 %
+    outside" (3 of 16 CEs, each at most 2.2e-16 above 1) and 04-vdelta-100 rested on 13 CEs instead of 16 (book:
+    7 of 8). A CE genuinely outside (RBR's, by 0.01-0.05) stays out."""
+    from explainopt.encoders import delta_robust
+    X, _, net = CH.toy_network(0)
+    edge = X[np.argmax(X[:, 0])]                                     # a point of the box with x_0 = 1 exactly
+    rounded = edge.copy()
+    rounded[0] = np.nextafter(1.0, 2.0)
+    prep = {"model": net, "retrained": [net], "split": {CH.FACTUALS_FROM: X}}
+    row = CH.table1_row("carla/heloc", prep, [0, 1], [edge, rounded], [1.0, 1.0], "PROPLACE", lof=None)
+    assert row["outside"] == 0 and row["n"] == 2
+    assert row["vΔ"] == 100.0 * delta_robust(net, np.vstack([edge, edge]), delta=CH.DELTAS["carla/heloc"]).mean()
+    far = np.r_[-0.01, edge[1]]
+    assert CH.table1_row("carla/heloc", prep, [0, 1], [rounded, far], [1.0, 1.0], "RBR", lof=None)["outside"] == 50
+    table = pd.DataFrame([row]).assign(dataset="heloc")
+    assert CH.claim_delta_validity(table).evidence == 2
+    sweep = CH.delta_sweep({"carla/heloc": {"model": net}}, {},
+                           {"carla/heloc": [{"ce": {"PROPLACE": c}} for c in (edge, rounded)]}, ["PROPLACE"],
+                           factors=(1.0,))
+    assert sweep["n"].tolist() == [2]
