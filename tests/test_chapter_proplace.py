@@ -897,7 +897,6 @@ def test_delta_validity_counts_the_counterfactuals_the_interval_test_ran_on():
     assert CH.claim_delta_validity(table).verdict == DIFFERS
 
 
-# audit 21
 def test_a_counterfactual_on_the_box_boundary_up_to_rounding_is_tested_for_delta_validity():
     """Audit 21b D1: PROPLACE's CE is a convex combination of points of [0, 1]^d, so a coordinate can round to
     1 + 2.2e-16. Table 1 left such CEs out of the interval test as "outside [0, 1]": paper heloc read "19 %
