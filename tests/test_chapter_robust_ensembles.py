@@ -316,6 +316,18 @@ def test_a_benchmark_time_ratio_is_printed_on_its_side_of_1(ratio, verdict):
     assert c.verdict == verdict and c.ours != "COMPAS 1.0x"
 
 
+
+def test_benchmark_time_needs_every_dataset_the_scale_runs_the_benchmarks_on():
+    """Audit 22 (lead): the paper scale read *reproduced* on its first COMPAS cell ("COMPAS 1.1x"), one of the
+    eight datasets the paper runs the benchmarks on."""
+    ratios = pd.DataFrame({"ratio": pd.Series({"COMPAS": 1.1}, dtype=float), "capped": ""})
+    eight = ["COMPAS", "Spambase", "Adult", "Credit-Card-Default", "German-Credit", "Onlinenews", "Phishing",
+             "Students-Performance"]
+    assert CH.claim_benchmark_time(ratios, datasets=eight).verdict == NOT_RUN
+    assert CH.claim_benchmark_time(ratios, datasets=["COMPAS"]).verdict == REPRODUCED
+    slower = pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.8}, dtype=float), "capped": ""})
+    assert CH.claim_benchmark_time(slower, datasets=eight).verdict == DIFFERS      # one dataset decides a failure
+
 def test_a_naive_rate_below_20_percent_does_not_print_as_20():
     """Audit 6 D5: 05-spambase-naive."""
     c = CH.claim_spambase_naive(_table1({"Spambase": 100 * 10 / 51}, n=51))      # 19.6%
@@ -616,7 +628,8 @@ def _verdict_of_the_notebook(frame) -> str:
                      table1=pd.DataFrame(columns=["dataset", "n", "ours [%]"]), curves=pd.DataFrame(),
                      points=pd.DataFrame(columns=["dataset", "label", "n", "distance", "rate"]),
                      correlation=pd.Series(dtype=float), table3=pd.DataFrame(columns=["dataset", "n", "ours [%]"]),
-                     importance={}, S={"datasets": []}, benchmark_times=pd.DataFrame(columns=["ratio", "capped"]),
+                     importance={}, S={"datasets": [], "benchmarks_on": []},
+                     benchmark_times=pd.DataFrame(columns=["ratio", "capped"]),
                      evolving_curves=pd.DataFrame(), verdict_table=lambda claims: claims)
     exec(_cell("claims = CH.claims("), namespace)
     return next(c for c in namespace["claims"] if c.id == "05-solve-time").verdict

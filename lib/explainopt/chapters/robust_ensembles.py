@@ -892,16 +892,20 @@ def claim_solve_time(times, *, factor: float = 2.0, min_solves: int = MIN_SOLVES
                                f"{', '.join(bounds)}, which decides only on its side" if bounds else ""))
 
 
-def claim_benchmark_time(ratios) -> Claim:
-    """The plausibility benchmarks take longer to solve than the naive problem on every dataset where they
-    ran (median solve times, Figure 6; `ratios` of :func:`benchmark_time_ratio`). A median over solves our
-    time limit stopped is a lower bound (the paper solves to optimality): such a ratio decides only on the
-    side its bound allows (:func:`_bounded`)."""
+def claim_benchmark_time(ratios, *, datasets=None) -> Claim:
+    """The plausibility benchmarks take longer to solve than the naive problem on every dataset of the run's
+    protocol where they run (`datasets`; None: those with a ratio), from median solve times (Figure 6; `ratios`
+    of :func:`benchmark_time_ratio`); a dataset where they are not slower decides alone. A median over solves
+    our time limit stopped is a lower bound (the paper solves to optimality): such a ratio decides only on the
+    side its bound allows (:func:`_bounded`). (Audit 22: the paper scale read *reproduced* on its first COMPAS
+    cell, one of the eight datasets the paper ran them on.)"""
     bounds = [f"on {d} {CAPPED_RATIO[c]}" for d, c in ratios["capped"].items() if c] if len(ratios) else []
-    return CLAIMS.claim("05-benchmark-time", evidence=len(ratios),
+    holds = every([_bounded(r > 1, c, above=True)
+                   for r, c in zip(ratios["ratio"], ratios["capped"])]) if len(ratios) else None
+    return CLAIMS.claim("05-benchmark-time", evidence=len(ratios), minimum=max(len(datasets or ()), 1),
+                 failure_decides=holds is False,
                  ours=", ".join(f"{d} {beside(r, '.1f', 1.0)}x" for d, r in ratios["ratio"].items()) or "not run",
-                 holds=every([_bounded(r > 1, c, above=True)
-                              for r, c in zip(ratios["ratio"], ratios["capped"])]) if len(ratios) else None,
+                 holds=holds,
                  why="median time of the isolation-forest and 1-LOF problems over the naive ones, per dataset"
                      + (f"; solves stopped at our time limit (the paper solves to optimality) make the ratio "
                         f"{', '.join(bounds)}, which decides only on its side" if bounds else ""))
@@ -989,15 +993,17 @@ def claim_large_forests(table3, *, minimum: int = MIN_PER_DATASET, level: float 
 
 
 def claims(*, checks, table1, curves, points, times, correlation, table3, datasets,
-           benchmark_times=None, evolving_curves=None, importance_counterfactuals=None) -> list[Claim]:
+           benchmark_times=None, evolving_curves=None, importance_counterfactuals=None,
+           benchmark_datasets=None) -> list[Claim]:
     """The chapter's claims, each decided from the run (*not run* where its data are missing);
-    `importance_counterfactuals`: :func:`change_counts` of the importance tables behind `correlation`."""
+    `importance_counterfactuals`: :func:`change_counts` of the importance tables behind `correlation`;
+    `benchmark_datasets`: the datasets the scale runs the plausibility benchmarks on."""
     benchmark_times = pd.DataFrame(columns=["ratio", "capped"]) if benchmark_times is None else benchmark_times
     if evolving_curves is None or evolving_curves.empty:
         evolving_curves = pd.DataFrame(columns=["dataset", "label", "target", "high", "n"])
     return [claim_verified(checks), claim_naive_below_half(table1), claim_spambase_naive(table1),
             claim_direct_saa_targets(curves, datasets=datasets), claim_robust_saa_spambase(curves),
             claim_sparse_adult(curves), claim_dominance(points), claim_solve_time(times),
-            claim_benchmark_time(benchmark_times),
+            claim_benchmark_time(benchmark_times, datasets=benchmark_datasets),
             claim_importance(correlation, counterfactuals=importance_counterfactuals), claim_large_forests(table3), claim_evolving_direct(evolving_curves),
             claim_evolving_robust(evolving_curves)]
