@@ -236,6 +236,28 @@ def test_a_failing_cell_stops_the_cells_in_flight_and_keeps_those_finished(tmp_p
     assert grid_progress(marking_cell, configs, ResultStore(tmp_path / "store"))["computed"] == 1
 
 
+
+def aborting(x):
+    """A cell whose process dies outright at x = 1, as a solver's native crash ("free(): invalid pointer")."""
+    if x == 1:
+        import os
+        os.abort()
+    return x
+
+
+def test_an_isolated_fill_loses_only_the_cell_whose_worker_died_and_goes_on(tmp_path):
+    """Chapter 6's paper fill stopped twice when SCIP aborted inside one cell (heloc's forest): in-process, a
+    native crash ends the run. Filled one cell per worker, that cell stays missing and the cells after it are
+    computed."""
+    from explainopt.book import fill_isolated
+
+    store = ResultStore(tmp_path)
+    configs = [{"x": x} for x in range(4)]
+    with pytest.warns(RuntimeWarning, match=r"aborting\{'x': 1\}: its worker died"):
+        fill_isolated(aborting, configs, store)
+    assert run_grid(aborting, configs, cache=store, missing="skip", progress=False) == [0, None, 2, 3]
+    assert grid_progress(aborting, configs, store)["computed"] == 3
+
 def test_skip_renders_what_is_stored_and_leaves_the_rest_none(tmp_path):
     store = ResultStore(tmp_path)
     run_grid(vector_cell, [{"x": 1}], cache=store, progress=False)
