@@ -897,8 +897,8 @@ def claim_benchmark_time(ratios, *, datasets=None) -> Claim:
     protocol where they run (`datasets`; None: those with a ratio), from median solve times (Figure 6; `ratios`
     of :func:`benchmark_time_ratio`); a dataset where they are not slower decides alone. A median over solves
     our time limit stopped is a lower bound (the paper solves to optimality): such a ratio decides only on the
-    side its bound allows (:func:`_bounded`). (Audit 22: the paper scale read *reproduced* on its first COMPAS
-    cell, one of the eight datasets the paper ran them on.)"""
+    side its bound allows (:func:`_bounded`). (The paper scale read *reproduced* on its first COMPAS cell, one
+    of the seven datasets the paper ran them on.)"""
     bounds = [f"on {d} {CAPPED_RATIO[c]}" for d, c in ratios["capped"].items() if c] if len(ratios) else []
     holds = every([_bounded(r > 1, c, above=True)
                    for r, c in zip(ratios["ratio"], ratios["capped"])]) if len(ratios) else None
