@@ -565,3 +565,21 @@ def test_figure2_sensitivity_says_where_another_tolerance_would_move_the_verdict
     assert c.verdict == R.REPRODUCED
     assert "within 20% would read differs" in c.ours, c.ours
     assert "within 5% would" not in c.ours  # the verdict holds there: nothing to flag
+
+
+# audit 22
+
+def test_the_figure2_prose_states_the_faithfulness_tolerance_the_profile_uses():
+    """Audit 22a D2: the text above the Figure 2 profile table defined "faithful share" and "faithful x-ranges" as
+    the points with δ_n = ‖E_n − ∇f_n‖² ≤ 0.001 η/N, the threshold issue 26 (defect 3) replaced because it is far
+    tighter than reading the figure; :func:`local_profile` (and 01-figure2) use ‖E_n − ∇f_n‖ ≤ 10% ‖∇f_n‖."""
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / "01_optimizing_explanations.ipynb").read_text())["cells"]
+    text = next("".join(c["source"]) for c in cells
+                if c["cell_type"] == "markdown" and "\"faithful share\"" in "".join(c["source"]))
+    assert "0.001\\,\\eta/N" not in text
+    assert f"{CH.FAITHFUL_RTOL:.0%}" in text.replace("\\%", "%")
+    assert all(f"{r:.0%}" in text.replace("\\%", "%") for r in CH.SENSITIVITY_RTOLS)
+    # the rule itself: test_faithful_means_within_ten_percent_of_the_gradient_however_small_the_budget

@@ -782,3 +782,23 @@ def test_the_times_claim_reads_the_unrounded_ratio_of_tables_1_and_2():
     tables = [CH.compare_with_paper(CH.summary_table(frame), norm="linf")]
     c = CH.claim_times(tables, frame, time_limit=1000)
     assert c.verdict == DIFFERS and "ratio ours/paper 3.00 " not in c.ours
+
+
+# audit 22
+
+def test_the_chapters_prose_names_its_claims_by_id_not_by_position():
+    """Audit 22a D1: "What we learned" said "the third claim checks whether" the l2 ball's harder class "shows in our
+    times as it does in the paper's Table 2". The l2 claim was third until eed2761 put 02-iterations-complexity
+    before it, so the sentence has sent readers to the iterations claim since. Prose names a claim by its id."""
+    import json
+    import re
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[1] / "notebooks" / "02_robust_regions.ipynb").read_text())["cells"]
+    prose = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    ordinal = r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|last) claim"
+    assert not re.findall(ordinal, prose)
+    named = set(re.findall(r"(?<![\w-])02-[a-z0-9]+(?:-[a-z0-9]+)*", prose))
+    assert {"02-regions-certified", "02-l2-slower"} <= named <= set(CH.CLAIMS.ids)
+    l2 = next(p for p in prose.split("\n* ") if "harder class than the box's MILPs" in p)
+    assert "02-l2-slower" in l2
