@@ -1035,7 +1035,6 @@ def test_a_missing_arc_prediction_leaves_the_route_undecided_not_unused():
     assert CH.spp_route_claim(used).verdict == NOT_RUN
 
 
-# audit 22
 
 def test_the_figure2_prose_states_the_convergence_rule_the_claim_applies():
     """Audit 22a D3: the text above Figure 2 still gave be27d10's rule: "within 1% of the optimum by a quarter of its

@@ -567,7 +567,6 @@ def test_figure2_sensitivity_says_where_another_tolerance_would_move_the_verdict
     assert "within 5% would" not in c.ours  # the verdict holds there: nothing to flag
 
 
-# audit 22
 
 def test_the_figure2_prose_states_the_faithfulness_tolerance_the_profile_uses():
     """Audit 22a D2: the text above the Figure 2 profile table defined "faithful share" and "faithful x-ranges" as

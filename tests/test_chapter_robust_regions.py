@@ -784,7 +784,6 @@ def test_the_times_claim_reads_the_unrounded_ratio_of_tables_1_and_2():
     assert c.verdict == DIFFERS and "ratio ours/paper 3.00 " not in c.ours
 
 
-# audit 22
 
 def test_the_chapters_prose_names_its_claims_by_id_not_by_position():
     """Audit 22a D1: "What we learned" said "the third claim checks whether" the l2 ball's harder class "shows in our
