@@ -596,6 +596,8 @@ def test_convergence_claim_shows_where_its_verdict_turns():
     undecided = run_history([10.0] * 10, status="time_limit", n_items=40)
     open_ = CH.convergence_claim(runs[:3] + [undecided])
     assert open_.verdict == NOT_RUN and "[40]" in open_.why
+    assert open_.explanation.startswith("Deviation from the paper's protocol: this scale's time cap on SLSQP")
+    assert CH.convergence_claim(runs[:3]).explanation.startswith("Too little evidence")     # 40 items not run at all
     assert open_.ours.endswith("40 items: not within 1% in 9 iterations (capped)")
     incoherent = CH.convergence_claim([run_history(FAST, incoherence=2.0, n_items=5)])
     assert incoherent.verdict == DIFFERS and incoherent.ours.endswith(", not more coherent than LR there")
