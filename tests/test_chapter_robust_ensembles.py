@@ -921,7 +921,6 @@ def test_large_forests_decides_as_spambase_naive_does_a_rate_whose_interval_reac
     assert CH.claim_large_forests(_table1({"Spambase": 20}, n=9)).verdict == NOT_RUN
 
 
-# audit 22
 def _simulations(method: str, sims, *, solve_time: float = 1.0, distance: float = 1.0, valid: bool = True,
                  **params) -> list[dict]:
     """Rows of :func:`~explainopt.chapters.robust_ensembles.simulate` of COMPAS: `method`'s counterfactual of each
