@@ -325,7 +325,8 @@ def test_benchmark_time_needs_every_dataset_the_scale_runs_the_benchmarks_on():
     assert CH.claim_benchmark_time(ratios, datasets=every).verdict == NOT_RUN
     assert CH.claim_benchmark_time(ratios, datasets=["COMPAS"]).verdict == REPRODUCED
     slower = pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.8}, dtype=float), "capped": ""})
-    assert CH.claim_benchmark_time(slower, datasets=every).verdict == DIFFERS      # one dataset decides a failure
+    assert CH.claim_benchmark_time(slower, datasets=every).verdict == NOT_RUN      # nor a failure on one of seven
+    assert CH.claim_benchmark_time(slower, datasets=["COMPAS"]).verdict == DIFFERS
 
 def test_a_naive_rate_below_20_percent_does_not_print_as_20():
     """Audit 6 D5: 05-spambase-naive."""
