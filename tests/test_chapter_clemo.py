@@ -1056,3 +1056,16 @@ def test_the_figure2_prose_states_the_convergence_rule_the_claim_applies():
     assert CH.early_convergence(run_history([10.0] * 86 + [1.0] * 15, status="time_limit")) is True  # 86 of 100, capped
     assert CH.early_convergence(run_history([10.0] * 3, status="time_limit")) is None            # capped at 2
     assert CH.early_convergence(run_history([10.0] * 300 + [1.0])) is False                      # 300 of 300
+
+
+# audit 23
+def test_convergence_names_the_time_cap_only_when_it_alone_leaves_the_papers_sizes_undecided():
+    """Audit 23a D2: 3e14405's `undecided_by` counted the capped sizes outside the paper's Table 3 towards its four
+    sizes, so with 40 items not run at all and a capped run at 30 items the claim read "Deviation from the
+    paper's protocol: this scale's time cap ... at [30] items", while what it lacks is the 40-item run."""
+    runs = [run_history(FAST, n_items=n) for n in (5, 10, 20)]
+    capped = run_history([10.0] * 10, status="time_limit", n_items=30)
+    c = CH.convergence_claim(runs + [capped])
+    assert c.verdict == NOT_RUN and c.explanation.startswith("Too little evidence")
+    capped40 = run_history([10.0] * 10, status="time_limit", n_items=40)
+    assert CH.convergence_claim(runs + [capped40]).explanation.startswith("Deviation from the paper's protocol")

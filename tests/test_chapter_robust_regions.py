@@ -801,3 +801,17 @@ def test_the_chapters_prose_names_its_claims_by_id_not_by_position():
     assert {"02-regions-certified", "02-l2-slower"} <= named <= set(CH.CLAIMS.ids)
     l2 = next(p for p in prose.split("\n* ") if "harder class than the box's MILPs" in p)
     assert "02-l2-slower" in l2
+
+
+# audit 23
+def test_a_complexity_claim_not_run_says_which_ratio_is_missing():
+    """Audit 23a D1: 02-complexity's `why` held only the paper's own numbers, so a run without ionosphere (or
+    without two sizes of a family) read "Too little evidence: the paper's own Tables 1-2 on these configurations:
+    29.9 vs 1.2." (the paper scale's numbers), which names no missing evidence. It must say what the check needs."""
+    paper = {"complexity_ratio": 29.9, "features_ratio": 1.2}
+    c = CH.claim_complexity({"complexity_ratio": 69.9, "features_ratio": math.nan}, paper)
+    assert c.verdict == NOT_RUN
+    assert c.explanation.startswith("Too little evidence: needs") and "ionosphere and banknote" in c.explanation
+    assert "29.9 vs 1.2" in c.why
+    held = CH.claim_complexity({"complexity_ratio": 50.5, "features_ratio": 1.3}, paper)
+    assert held.verdict == REPRODUCED and held.why == "the paper's own Tables 1-2 on these configurations: 29.9 vs 1.2"
