@@ -1058,7 +1058,6 @@ def test_the_figure2_prose_states_the_convergence_rule_the_claim_applies():
     assert CH.early_convergence(run_history([10.0] * 300 + [1.0])) is False                      # 300 of 300
 
 
-# audit 23
 def test_convergence_names_the_time_cap_only_when_it_alone_leaves_the_papers_sizes_undecided():
     """Audit 23a D2: 3e14405's `undecided_by` counted the capped sizes outside the paper's Table 3 towards its four
     sizes, so with 40 items not run at all and a capped run at 30 items the claim read "Deviation from the

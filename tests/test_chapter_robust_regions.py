@@ -803,7 +803,6 @@ def test_the_chapters_prose_names_its_claims_by_id_not_by_position():
     assert "02-l2-slower" in l2
 
 
-# audit 23
 def test_a_complexity_claim_not_run_says_which_ratio_is_missing():
     """Audit 23a D1: 02-complexity's `why` held only the paper's own numbers, so a run without ionosphere (or
     without two sizes of a family) read "Too little evidence: the paper's own Tables 1-2 on these configurations:
