@@ -959,3 +959,33 @@ def test_a_benchmark_point_is_compared_with_the_saa_points_of_the_same_factuals(
     points = CH.benchmark_points(pd.DataFrame(rows)).set_index("label")
     assert points.loc["Direct-SAA", "n"] == 30 and points.loc["Direct-SAA", "distance"] == pytest.approx(3.0)
     assert CH.claim_dominance(CH.benchmark_points(pd.DataFrame(rows))).verdict == DIFFERS
+
+
+# audit 23
+
+
+def _benchmark_ratio(sims_of: dict, *, naive: float = 1.0, lof: dict) -> pd.DataFrame:
+    """:func:`benchmark_time_ratio` of naive and 1-LOF solves of 5 factuals per simulation: per dataset its number
+    of benchmarked simulations (`sims_of`) and 1-LOF's solve time (`lof`), naive's `naive` s."""
+    rows = [{**r, "dataset": d} for d, n in sims_of.items()
+            for r in _simulations("naive", range(n), solve_time=naive)
+            + _simulations("lof", range(n), solve_time=lof[d], lof_weight=1.0)]
+    return CH.benchmark_time_ratio(CH.solve_time_frame(pd.DataFrame(rows)))
+
+
+def test_a_benchmark_time_ratio_decides_on_its_own_factuals_not_on_how_many_other_datasets_ran():
+    """Audit 23b D1: 05-benchmark-time waits for every dataset the scale runs the benchmarks on because the paper's
+    COMPAS ratio (0.6x) rests on 5 factuals, "too few to decide alone"; but the rule counted datasets, not factuals.
+    A ratio ≤ 1 fails "every ratio > 1" whatever the other datasets read, so with one more 5-factual cell of each
+    other dataset the same 5 COMPAS factuals decided *differs*, and the book's *reproduced* rested on 5 (one cell)."""
+    every = list(CH.ENSEMBLE_DATASETS)
+    few = {d: 1 for d in every}                                        # one simulation each: 5 factuals
+    faster_on_compas = {d: 0.6 if d == "COMPAS" else 1.5 for d in every}
+    assert CH.claim_benchmark_time(_benchmark_ratio(few, lof=faster_on_compas), datasets=every).verdict == NOT_RUN
+    book = _benchmark_ratio({"COMPAS": 1}, lof={"COMPAS": 1.5})
+    assert CH.claim_benchmark_time(book, datasets=["COMPAS"]).verdict == NOT_RUN
+    # enough factuals on COMPAS alone: its failure decides, as a failed item with enough evidence does elsewhere
+    enough = CH.claim_benchmark_time(_benchmark_ratio({"COMPAS": 4}, lof={"COMPAS": 0.6}), datasets=every)
+    assert enough.verdict == DIFFERS
+    slower = _benchmark_ratio({d: 4 for d in every}, lof={d: 1.5 for d in every})
+    assert CH.claim_benchmark_time(slower, datasets=every).verdict == REPRODUCED
