@@ -232,9 +232,10 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     ratio = CH.benchmark_time_ratio(times)
     assert ratio.loc["COMPAS", "ratio"] == pytest.approx(8.0 / 2.0)      # median(8, 4, 99) / median(1, 3)
     assert ratio.loc["COMPAS", "capped"] == "numerator"               # 1-LOF's unsolved 99 s: a lower bound
-    assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4)).verdict == NOT_RUN   # a lower bound below 1 decides nothing
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped="")).verdict == DIFFERS
+    assert ratio.loc["COMPAS", "factuals"] == 2
+    assert CH.claim_benchmark_time(ratio, min_factuals=2).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == NOT_RUN   # a lower bound below 1 decides nothing
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped=""), min_factuals=2).verdict == DIFFERS
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
     ax = FIG.plot_solve_times(times)
     assert ax.get_yscale() == "log"
@@ -312,7 +313,8 @@ def test_a_judged_miss_still_decides_beside_an_unjudged_rate():
 @pytest.mark.parametrize("ratio, verdict", [(1.04, REPRODUCED), (0.96, DIFFERS)])
 def test_a_benchmark_time_ratio_is_printed_on_its_side_of_1(ratio, verdict):
     """Audit 5 C4: 05-benchmark-time."""
-    c = CH.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": ratio}, dtype=float), "capped": ""}))
+    c = CH.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": ratio}, dtype=float), "capped": "",
+                                              "factuals": CH.MIN_SOLVES}))
     assert c.verdict == verdict and c.ours != "COMPAS 1.0x"
 
 
@@ -320,13 +322,15 @@ def test_a_benchmark_time_ratio_is_printed_on_its_side_of_1(ratio, verdict):
 def test_benchmark_time_needs_every_dataset_the_scale_runs_the_benchmarks_on():
     """The lead, after audit 21: the paper scale read *reproduced* on its first COMPAS cell ("COMPAS 1.1x"), one
     of the datasets the paper runs the benchmarks on (all of ENSEMBLE_DATASETS)."""
-    ratios = pd.DataFrame({"ratio": pd.Series({"COMPAS": 1.1}, dtype=float), "capped": ""})
+    ratios = pd.DataFrame({"ratio": pd.Series({"COMPAS": 1.1}, dtype=float), "capped": "", "factuals": CH.MIN_SOLVES})
     every = list(CH.ENSEMBLE_DATASETS)
     assert CH.claim_benchmark_time(ratios, datasets=every).verdict == NOT_RUN
     assert CH.claim_benchmark_time(ratios, datasets=["COMPAS"]).verdict == REPRODUCED
-    slower = pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.8}, dtype=float), "capped": ""})
-    assert CH.claim_benchmark_time(slower, datasets=every).verdict == NOT_RUN      # nor a failure on one of seven
-    assert CH.claim_benchmark_time(slower, datasets=["COMPAS"]).verdict == DIFFERS
+    slower = pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.8}, dtype=float), "capped": "", "factuals": 5})
+    assert CH.claim_benchmark_time(slower, datasets=every).verdict == NOT_RUN      # nor a failure on 5 factuals
+    assert CH.claim_benchmark_time(slower, datasets=["COMPAS"]).verdict == NOT_RUN
+    # a failure on enough factuals decides alone (audit 23b)
+    assert CH.claim_benchmark_time(slower.assign(factuals=CH.MIN_SOLVES), datasets=every).verdict == DIFFERS
 
 def test_a_naive_rate_below_20_percent_does_not_print_as_20():
     """Audit 6 D5: 05-spambase-naive."""
@@ -344,7 +348,7 @@ def test_an_interval_reaching_below_20_percent_does_not_print_from_20():
 def test_one_plausibility_benchmark_faster_than_naive_decides_beside_a_missing_ratio():
     """Audit 7 E2: one present failure decides a claim over several items."""
     assert CH.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.5, "Adult": np.nan}, dtype=float),
-                                                 "capped": ""})).verdict == DIFFERS
+                                                 "capped": "", "factuals": CH.MIN_SOLVES})).verdict == DIFFERS
 
 
 def test_a_dominated_share_below_90_percent_does_not_print_as_90(monkeypatch):
@@ -528,7 +532,7 @@ def test_benchmark_solves_stopped_without_a_point_do_not_fail_the_benchmark_rati
     # half naive's 2 s, but over all 10 it is at least 20 s: the benchmarks did cost more
     frame = _solves_by_status(("naive", "optimal", 2.0, 10), ("isolation-forest", "optimal", 1.0, 4),
                               ("isolation-forest", "no_solution", 20.0, 6))
-    c = CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(frame)))
+    c = CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(frame)), min_factuals=1)
     assert c.verdict != DIFFERS
 
 
@@ -536,7 +540,7 @@ def test_naive_solves_stopped_without_a_point_do_not_pass_the_benchmark_ratio():
     """Audit 11 K2."""
     frame = _solves_by_status(("naive", "optimal", 2.0, 4), ("naive", "no_solution", 20.0, 6),
                               ("isolation-forest", "optimal", 3.0, 10))
-    c = CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(frame)))
+    c = CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(frame)), min_factuals=1)
     assert c.verdict != REPRODUCED
 
 
@@ -544,8 +548,8 @@ def test_the_benchmark_ratio_without_unsolved_solves_decides():
     """Audit 11 K2 (guard)."""
     ratio = CH.benchmark_time_ratio(CH.solve_time_frame(_solves_by_status(("naive", "optimal", 2.0, 10),
                                                                           ("isolation-forest", "optimal", 3.0, 10))))
-    assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
-    assert CH.claim_benchmark_time(ratio.assign(ratio=ratio["ratio"] / 3)).verdict == DIFFERS
+    assert CH.claim_benchmark_time(ratio, min_factuals=10).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio.assign(ratio=ratio["ratio"] / 3), min_factuals=10).verdict == DIFFERS
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(pd.DataFrame()))).verdict == NOT_RUN
 
 
@@ -574,7 +578,7 @@ def test_reused_isolation_forest_points_do_not_count_as_0_s_solves_in_the_benchm
     """Audit 12 L1: reused benchmark points counted as solves of 0 s."""
     ratio = CH.benchmark_time_ratio(CH.solve_time_frame(_benchmarks()))
     assert ratio.loc["COMPAS", "ratio"] == 1.5
-    assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio, min_factuals=1).verdict == REPRODUCED
 
 
 def test_the_solve_time_frame_has_one_row_per_solve_not_per_reused_point():
@@ -586,9 +590,9 @@ def test_the_benchmark_ratio_without_reused_points_is_unchanged_and_decides_both
     """Audit 12 L1 (guards)."""
     ratio = CH.benchmark_time_ratio(CH.solve_time_frame(_benchmarks(reused=False)))
     assert ratio.loc["COMPAS", "ratio"] == 1.5
-    assert CH.claim_benchmark_time(ratio).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio, min_factuals=1).verdict == REPRODUCED
     slow_naive = _benchmarks(reused=False).assign(solve_time=lambda f: f.solve_time.where(f.method != "naive", 2.0))
-    assert CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(slow_naive))).verdict == DIFFERS
+    assert CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(slow_naive)), min_factuals=1).verdict == DIFFERS
     # a frame without the reused column (older stores, fixtures) keeps every row
     assert len(CH.solve_time_frame(_benchmarks(reused=False).drop(columns="reused"))) == 8
 
@@ -629,7 +633,7 @@ def _verdict_of_the_notebook(frame) -> str:
                      points=pd.DataFrame(columns=["dataset", "label", "n", "distance", "rate"]),
                      correlation=pd.Series(dtype=float), table3=pd.DataFrame(columns=["dataset", "n", "ours [%]"]),
                      importance={}, S={"datasets": [], "benchmarks_on": []},
-                     benchmark_times=pd.DataFrame(columns=["ratio", "capped"]),
+                     benchmark_times=pd.DataFrame(columns=CH.BENCHMARK_RATIO_COLUMNS),
                      evolving_curves=pd.DataFrame(), verdict_table=lambda claims: claims)
     exec(_cell("claims = CH.claims("), namespace)
     return next(c for c in namespace["claims"] if c.id == "05-solve-time").verdict
@@ -941,8 +945,8 @@ def test_the_benchmark_time_ratio_compares_the_naive_solves_of_the_factuals_the_
     frame = pd.DataFrame(_simulations("naive", [0], solve_time=2.0) + _simulations("naive", [1, 2, 3], solve_time=0.5)
                          + _simulations("lof", [0], solve_time=1.0, lof_weight=1.0))
     ratio = CH.benchmark_time_ratio(CH.solve_time_frame(frame))
-    assert ratio.loc["COMPAS", "ratio"] == pytest.approx(0.5)
-    assert CH.claim_benchmark_time(ratio).verdict == DIFFERS
+    assert ratio.loc["COMPAS", "ratio"] == pytest.approx(0.5) and ratio.loc["COMPAS", "factuals"] == 5
+    assert CH.claim_benchmark_time(ratio, min_factuals=5).verdict == DIFFERS
     # every simulation benchmarked: the same ratio whichever way it is read
     both = pd.DataFrame(_simulations("naive", [0], solve_time=2.0) + _simulations("lof", [0], solve_time=1.0,
                                                                                    lof_weight=1.0))
@@ -959,3 +963,33 @@ def test_a_benchmark_point_is_compared_with_the_saa_points_of_the_same_factuals(
     points = CH.benchmark_points(pd.DataFrame(rows)).set_index("label")
     assert points.loc["Direct-SAA", "n"] == 30 and points.loc["Direct-SAA", "distance"] == pytest.approx(3.0)
     assert CH.claim_dominance(CH.benchmark_points(pd.DataFrame(rows))).verdict == DIFFERS
+
+
+# audit 23
+
+
+def _benchmark_ratio(sims_of: dict, *, naive: float = 1.0, lof: dict) -> pd.DataFrame:
+    """:func:`benchmark_time_ratio` of naive and 1-LOF solves of 5 factuals per simulation: per dataset its number
+    of benchmarked simulations (`sims_of`) and 1-LOF's solve time (`lof`), naive's `naive` s."""
+    rows = [{**r, "dataset": d} for d, n in sims_of.items()
+            for r in _simulations("naive", range(n), solve_time=naive)
+            + _simulations("lof", range(n), solve_time=lof[d], lof_weight=1.0)]
+    return CH.benchmark_time_ratio(CH.solve_time_frame(pd.DataFrame(rows)))
+
+
+def test_a_benchmark_time_ratio_decides_on_its_own_factuals_not_on_how_many_other_datasets_ran():
+    """Audit 23b D1: 05-benchmark-time waits for every dataset the scale runs the benchmarks on because the paper's
+    COMPAS ratio (0.6x) rests on 5 factuals, "too few to decide alone"; but the rule counted datasets, not factuals.
+    A ratio ≤ 1 fails "every ratio > 1" whatever the other datasets read, so with one more 5-factual cell of each
+    other dataset the same 5 COMPAS factuals decided *differs*, and the book's *reproduced* rested on 5 (one cell)."""
+    every = list(CH.ENSEMBLE_DATASETS)
+    few = {d: 1 for d in every}                                        # one simulation each: 5 factuals
+    faster_on_compas = {d: 0.6 if d == "COMPAS" else 1.5 for d in every}
+    assert CH.claim_benchmark_time(_benchmark_ratio(few, lof=faster_on_compas), datasets=every).verdict == NOT_RUN
+    book = _benchmark_ratio({"COMPAS": 1}, lof={"COMPAS": 1.5})
+    assert CH.claim_benchmark_time(book, datasets=["COMPAS"]).verdict == NOT_RUN
+    # enough factuals on COMPAS alone: its failure decides, as a failed item with enough evidence does elsewhere
+    enough = CH.claim_benchmark_time(_benchmark_ratio({"COMPAS": 4}, lof={"COMPAS": 0.6}), datasets=every)
+    assert enough.verdict == DIFFERS
+    slower = _benchmark_ratio({d: 4 for d in every}, lof={d: 1.5 for d in every})
+    assert CH.claim_benchmark_time(slower, datasets=every).verdict == REPRODUCED
