@@ -965,7 +965,6 @@ def test_a_benchmark_point_is_compared_with_the_saa_points_of_the_same_factuals(
     assert CH.claim_dominance(CH.benchmark_points(pd.DataFrame(rows))).verdict == DIFFERS
 
 
-# audit 23
 
 
 def _benchmark_ratio(sims_of: dict, *, naive: float = 1.0, lof: dict) -> pd.DataFrame:
