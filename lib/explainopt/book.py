@@ -712,7 +712,7 @@ def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None
 
 
 def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
-         only: list[str] | None = None, max_cell_s: float | None = None) -> dict:
+         only: list[str] | None = None, max_cell_s: float | None = None, isolate: bool = False) -> dict:
     """Compute the cells of a chapter's grids (those named in `only`, default all) that its results store
     lacks, until `budget` (seconds or ``"2h"``) is spent, claims first: first every configuration's first
     cell, grid after grid in the chapter's order, then the other cells, grid after grid, in round-robin over
@@ -720,7 +720,9 @@ def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, s
     slowest cell does, and its other workers wait. `max_cell_s`: only cells estimated to take at most this
     long (:func:`cell_costs`; a cell of a configuration with no stored cell has no estimate and is left out).
     Each grid is read again before each of its passes: a grid may depend on an earlier one's cells (chapter 4 draws
-    its factuals with its stored networks). Returns ``{grid: {"cells", "computed", "stale"}}`` afterwards."""
+    its factuals with its stored networks). `isolate`: with n_jobs=1, each cell in a worker process
+    (:func:`fill_isolated`; the command line's budgeted run). Returns ``{grid: {"cells", "computed", "stale"}}``
+    afterwards."""
     module = chapters.module(chapter)
     settings = chapters.settings(module.SCALES, scale)
     deadline = None if budget is None else time.monotonic() + parse_duration(budget)
@@ -735,7 +737,7 @@ def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, s
             todo = grid_plan(name, grid, store, max_cell_s=max_cell_s)["first" if first else "todo"]
             if todo:
                 cells, description = [grid.configs[i] for i in todo], f"{chapter} {name}"
-                if n_jobs == 1 and not scheduler:
+                if isolate and n_jobs == 1 and not scheduler:
                     fill_isolated(grid.func, cells, store, budget=left, description=description)
                 else:
                     run_grid(grid.func, cells, cache=store, budget=left, n_jobs=n_jobs, scheduler=scheduler,
@@ -818,7 +820,7 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
         deadline = time.monotonic() + parse_duration(budget)
         for chapter in with_grids:
             report = fill(chapter, scale, budget=max(0.0, deadline - time.monotonic()), n_jobs=n_jobs,
-                          scheduler=scheduler, only=grids, max_cell_s=max_cell_s)
+                          scheduler=scheduler, only=grids, max_cell_s=max_cell_s, isolate=True)
             for name, p in report.items():
                 print(f"[explainopt] {chapter} {name}: {p['computed']} of {p['cells']} cells stored"
                       + (f" ({p['stale']} stale)" if p["stale"] else ""), flush=True)
