@@ -510,7 +510,8 @@ def test_figure3_and_figure9_claims():
     missing = CH.figure9_claim(vrp_result(explained=("f",)), n_chunks=4)
     assert missing.verdict == NOT_RUN and "not explained" in missing.why
     assert "0 of the 4" in CH.figure3_claim(None, n_chunks=4).why
-    assert CH.figure3_claim(vrp_result(), n_chunks=4).why == CH.figure9_claim(vrp_result(), n_chunks=4).why == ""
+    assert CH.figure9_claim(vrp_result(), n_chunks=4).why == ""
+    assert CH.figure3_claim(vrp_result(), n_chunks=4).why.startswith("a depot cost's contribution is its coefficient")
     for claim in (CH.figure3_claim, CH.figure9_claim):                   # a time cap can move these verdicts
         assert "1 OR-Tools search(es) stopped at the 60 s time cap" in claim(vrp_result(time_capped=1), n_chunks=4).why
 
@@ -529,6 +530,19 @@ def test_figure3_asks_contributions_to_rise_with_distance_not_a_coin_on_the_medi
     claim = CH.figure3_claim(blind, n_chunks=4)
     assert "6 of clients beyond the median" in claim.ours and claim.verdict == DIFFERS
     assert "Spearman" in CH.figure3_claim(vrp_result(), n_chunks=4).ours
+
+
+def test_figure3_says_what_its_correlation_owes_to_construction():
+    """Audit 24a J1: a contribution is coefficient x distance, so shuffled coefficients still pass the
+    correlation; the reason gives the per-unit-distance correlation, here falling (coefficient 1/sqrt(d))."""
+    vrp = vrp_result()
+    n, distance = len(vrp["depot_distance"]), vrp["depot_distance"]
+    vrp["contributions"]["CLEMO (SLSQP)"][0, n:] = np.sqrt(distance)
+    claim = CH.figure3_claim(vrp, n_chunks=4)
+    assert claim.verdict == REPRODUCED and "ρ(distance, |coefficient|) = -1.00" in claim.why
+    vrp["contributions"]["CLEMO (SLSQP)"][0, n:] = 0.3 * distance
+    assert "coefficients are all equal" in CH.figure3_claim(vrp, n_chunks=4).why
+
 
 def test_runtime_claims_need_the_papers_sizes():
     assert CH.runtime_ratio_claim(table3()).verdict == REPRODUCED

@@ -814,3 +814,13 @@ def test_a_complexity_claim_not_run_says_which_ratio_is_missing():
     assert "29.9 vs 1.2" in c.why
     held = CH.claim_complexity({"complexity_ratio": 50.5, "features_ratio": 1.3}, paper)
     assert held.verdict == REPRODUCED and held.why == "the paper's own Tables 1-2 on these configurations: 29.9 vs 1.2"
+
+
+def test_ours_robust_names_its_lowest_row():
+    """Audit 24a J2: the pooled rate (96% on the paper store) hid one row at 70%; the reason names it."""
+    high = _baselines([True] * 30, [True] * 30, [True] * 30)
+    low = _baselines([True] * 10, [True] * 10, [True] * 7 + [False] * 3).assign(dataset="diabetes", model="NN50", rho=0.2)
+    claim = CH.claim_ours_robust(pd.concat([high, low], ignore_index=True))
+    assert claim.verdict == REPRODUCED
+    assert "pooled over 2 rows; the lowest, diabetes NN50 at ρ 0.2: 7 of 10 (70%)" in claim.why
+    assert CH.lowest_row_text(pd.DataFrame(), "ours_robust") == ""

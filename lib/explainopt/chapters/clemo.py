@@ -1004,7 +1004,7 @@ def figure3_claim(vrp: dict | None, *, n_chunks: int, method: str = "CLEMO (SLSQ
     rises with the client's distance from the depot (Spearman ρ ≥ 0.5, one-sided p ≤ 0.05). (Audit 17a J1:
     "most top-10 depot costs beyond the median distance" passed for a surrogate blind to distance 30% of
     the time.)"""
-    holds, ours = None, "n/a"
+    holds, ours, per_unit = None, "n/a", ""
     rel = None if vrp is None else _relative(vrp, method, 0)
     if rel is not None and not reporting.missing(rel):
         best = rel.abs().sort_values(ascending=False).index[:top]
@@ -1020,9 +1020,24 @@ def figure3_claim(vrp: dict | None, *, n_chunks: int, method: str = "CLEMO (SLSQ
                 f"Spearman ρ(distance, |contribution|) over the depot costs "
                 + ("n/a (all contributions equal)" if equal else
                    f"{verdicts.beside(rho, '.2f', correlation)} (p = {verdicts.beside(p, '.2g', level)})"))
+        per_unit = coefficient_note(distance, size)
     return CLAIMS.claim("03-figure3", ours=ours, holds=holds,
-                           why=time_capped_note(0 if vrp is None else vrp["time_capped"]),
+                           why=_joined(time_capped_note(0 if vrp is None else vrp["time_capped"]), per_unit),
                            **_vrp_evidence(vrp, n_chunks))
+
+
+def coefficient_note(distance: pd.Series, size: pd.Series) -> str:
+    """What Figure 3's correlation owes to construction (audit 24a J1): a depot cost's contribution is its
+    coefficient times the distance itself, so equal coefficients alone give ρ = 1; the Spearman ρ of the
+    distance with |coefficient| (|contribution| / distance) says whether CLEMO also weights far clients more."""
+    if reporting.missing(size) or size.nunique() == 1:
+        return ""
+    coefficient = size / distance
+    lead = "a depot cost's contribution is its coefficient times the distance, so it rises with distance for equal coefficients"
+    if coefficient.round(12).nunique() == 1:
+        return lead + "; CLEMO's depot coefficients are all equal"
+    rho, p = spearmanr(distance, coefficient)
+    return lead + f"; per unit of distance, ρ(distance, |coefficient|) = {rho:.2f} (two-sided p = {p:.2g})"
 
 
 def figure9_claim(vrp: dict | None, *, n_chunks: int, method: str = "CLEMO (SLSQP)") -> reporting.Claim:
