@@ -992,3 +992,14 @@ def test_a_benchmark_time_ratio_decides_on_its_own_factuals_not_on_how_many_othe
     assert enough.verdict == DIFFERS
     slower = _benchmark_ratio({d: 4 for d in every}, lof={d: 1.5 for d in every})
     assert CH.claim_benchmark_time(slower, datasets=every).verdict == REPRODUCED
+
+
+# audit 24
+def test_benchmark_time_holds_only_once_every_dataset_it_names_is_counted():
+    """Audit 24b D1: 05-benchmark-time holds "once every one of `datasets` is counted", but its evidence was the
+    number of counted ratios of any dataset: ratios of datasets outside `datasets` stood in for missing ones."""
+    named = ["COMPAS", "Adult"]
+    slower = _benchmark_ratio({"COMPAS": 4, "Spambase": 4}, lof={"COMPAS": 1.5, "Spambase": 1.5})
+    assert CH.claim_benchmark_time(slower, datasets=named).verdict == NOT_RUN      # Adult has no ratio
+    both = _benchmark_ratio({"COMPAS": 4, "Adult": 4}, lof={"COMPAS": 1.5, "Adult": 1.5})
+    assert CH.claim_benchmark_time(both, datasets=named).verdict == REPRODUCED
