@@ -994,7 +994,6 @@ def test_a_benchmark_time_ratio_decides_on_its_own_factuals_not_on_how_many_othe
     assert CH.claim_benchmark_time(slower, datasets=every).verdict == REPRODUCED
 
 
-# audit 24
 def test_benchmark_time_holds_only_once_every_dataset_it_names_is_counted():
     """Audit 24b D1: 05-benchmark-time holds "once every one of `datasets` is counted", but its evidence was the
     number of counted ratios of any dataset: ratios of datasets outside `datasets` stood in for missing ones."""

@@ -125,6 +125,17 @@ def test_a_region_or_proplace_point_of_the_wrong_class_fails_h2_and_h3():
     points[0].update(distance=np.nan, delta_interval=np.nan)              # none found: no evidence either way
     assert CH.h3_proplace_delta(pd.DataFrame(points)).verdict == REPRODUCED
 
+
+def test_a_value_the_solvers_left_undecided_is_counted_in_the_reason():
+    """Audit 24b J2: a converged region whose radius the solver left NaN dropped out of H2 unsaid."""
+    regions = _rows(CH.REGION, "network", [0.06] * 4, col="radius_linf", param=0.05, status="converged",
+                    distance=0.3)
+    regions[0]["radius_linf"] = np.nan
+    h2 = CH.h2_region_certified(pd.DataFrame(regions))
+    assert h2.verdict == REPRODUCED and h2.evidence == 3
+    assert h2.why == "1 left out: a solver stopped without an answer"
+
+
 def _claim(claims, prefix):
     return next(c for c in claims if c.claim.startswith(prefix))
 

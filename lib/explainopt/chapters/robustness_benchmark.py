@@ -571,13 +571,16 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
 def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int, wrong_class: int = 0) -> Claim:
     """Hypothesis "every value ≥ bound", on at least `minimum` values; one value below the bound decides it,
     and so does one of `wrong_class` counterfactuals found but not of the target class (a method's guarantee
-    that its point is not even valid for)."""
+    that its point is not even valid for). A value the solvers left undecided (NaN) counts neither way; the
+    reason says how many (audit 24b J2)."""
+    unmeasured = int(values.isna().sum())
     values = values.dropna()
     holds = False if wrong_class else all_of_at_least(values, 1, lambda v: v >= bound)
     ours = f"smallest {name} {beside(values.min(), '.2g', bound)} over {len(values)}" if len(values) else "no data"
     return CLAIMS.claim(id, ours=ours + (f"; {wrong_class} found not of the target class" if wrong_class else ""),
                         holds=holds, evidence=len(values) + wrong_class, minimum=minimum,
-                        failure_decides=holds is False)
+                        failure_decides=holds is False,
+                        why=f"{unmeasured} left out: a solver stopped without an answer" if unmeasured else "")
 
 
 def _wrong_class(rows: pd.DataFrame) -> int:
