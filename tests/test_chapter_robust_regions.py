@@ -824,3 +824,20 @@ def test_ours_robust_names_its_lowest_row():
     assert claim.verdict == REPRODUCED
     assert "pooled over 2 rows; the lowest, diabetes NN50 at ρ 0.2: 7 of 10 (70%)" in claim.why
     assert CH.lowest_row_text(pd.DataFrame(), "ours_robust") == ""
+
+
+# audit 25
+
+def test_ours_robust_names_every_row_tied_at_the_lowest_share():
+    """Audit 25a D1: book 02-ours-robust read "the lowest, diabetes NN50 at ρ 0.2: 0 of 2 (0%)" while
+    ionosphere NN50 at ρ 0.2 was also 0 of 2; "the lowest" hid the second row, which the clause exists to show."""
+    high = _baselines([True] * 4, [True] * 4, [True] * 4)
+    low = [_baselines([True] * 2, [True] * 2, [False] * 2).assign(dataset=d, model="NN50", rho=0.2)
+           for d in ("diabetes", "ionosphere")]
+    why = CH.claim_ours_robust(pd.concat([high, *low], ignore_index=True)).why
+    assert "diabetes NN50 at ρ 0.2: 0 of 2 (0%)" in why and "ionosphere NN50 at ρ 0.2: 0 of 2 (0%)" in why
+    assert "pooled over 3 rows; the 2 lowest" in why
+    share = _baselines([True] * 20, [True] * 20, [True] * 14 + [False] * 6).assign(model="NN50")  # 70%, as 7 of 10
+    tied = pd.concat([share, _baselines([True] * 10, [True] * 10, [True] * 7 + [False] * 3)], ignore_index=True)
+    assert CH.lowest_row_text(tied, "ours_robust") == ("pooled over 2 rows; the 2 lowest, ionosphere NN50 at ρ 0.1: "
+                                                       "14 of 20 (70%) and ionosphere NN10 at ρ 0.1: 7 of 10 (70%)")

@@ -726,15 +726,16 @@ def claim_baseline_invalid(frame3: pd.DataFrame) -> Claim:
 
 
 def lowest_row_text(frame3: pd.DataFrame, column: str) -> str:
-    """The Table 3 row (dataset, model, rho) with the lowest share of `column`, in words ("" where none):
-    a pooled rate can hide one row far below it (audit 24a J2)."""
+    """The Table 3 rows (dataset, model, rho) with the lowest share of `column`, every one tied at it, in
+    words ("" where none): a pooled rate can hide one row far below it (audit 24a J2)."""
     if frame3.empty:
         return ""
     rows = frame3.groupby(["dataset", "model", "rho"], sort=False)[column].agg(["sum", "count"])
-    d, m, r = (rows["sum"] / rows["count"]).idxmin()
-    low = rows.loc[(d, m, r)]
-    return (f"pooled over {len(rows)} rows; the lowest, {d} {m} at ρ {r:g}: {int(low['sum'])} of "
-            f"{int(low['count'])} ({low['sum'] / low['count']:.0%})")
+    share = rows["sum"] / rows["count"]
+    low = rows[share == share.min()]
+    named = " and ".join(f"{d} {m} at ρ {r:g}: {int(n)} of {int(total)} ({n / total:.0%})"
+                         for (d, m, r), (n, total) in low.iterrows())
+    return f"pooled over {len(rows)} rows; the {'' if len(low) == 1 else f'{len(low)} '}lowest, {named}"
 
 
 def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
