@@ -403,3 +403,21 @@ def test_a_method_that_found_no_counterfactual_is_counted_against_its_stretched_
     assert claim.verdict == REPRODUCED and claim.evidence == 5
     assert claim.why == ("1 of the 6 factuals left out: one side has no valid counterfactual (none found, or not "
                          "of the target class)")
+
+
+# audit 25
+def test_h4_does_not_call_a_threshold_out_of_reach_a_solver_that_stopped():
+    """Audit 25b D1: H4 reads every recommended SAA row, found or not, and its margin is NaN exactly where no
+    point was found (`score_margin` of a found point is never NaN). The reason of audit 24b J2 then said "1
+    left out: a solver stopped without an answer" of a Robust-SAA threshold beyond the forest's reach (relaxed,
+    status "optimal": book alpha = 0.01 rows of diabetes, adult, heloc). H4 is about the counterfactuals found."""
+    p_star, rho_star = 0.62, 0.78
+    out_of_reach = _saa(CH.ROBUST_SAA, [np.nan], rho_star, valid=False)
+    out_of_reach[0].update(found=False, distance=np.nan, status="optimal")
+    frame = pd.DataFrame(_saa(CH.DIRECT_SAA, [0.01, 0.02, 0.03], p_star) + out_of_reach)
+    claim = CH.h4_saa_margin(frame)
+    assert claim.verdict == REPRODUCED and claim.evidence == 3
+    assert "solver stopped" not in claim.why
+    found_unmeasured = frame.copy()
+    found_unmeasured.loc[3, "found"] = True                            # a point found whose margin is missing
+    assert CH.h4_saa_margin(found_unmeasured).why == "1 left out: a solver stopped without an answer"

@@ -272,7 +272,7 @@ CH6_INPUTS = {
                                pd.DataFrame(_rows(C6.REGION, "network", [0.06, 0.01, 0.1], col="radius_linf", param=0.05))),
     "06-h3-proplace-delta": (C6.h3_proplace_delta, pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.2, 0.3], col="delta_interval", param=0.1)),
                              pd.DataFrame(_rows(C6.PROPLACE, "network", [0.1, 0.05, 0.3], col="delta_interval", param=0.1))),
-    "06-h4-saa-margin": (C6.h4_saa_margin, *_smallest(C6.DIRECT_SAA, "margin", [0.0, 0.1, 0.2], [0.0, -0.1, 0.2], tau=0.6)),
+    "06-h4-saa-margin": (C6.h4_saa_margin, *_smallest(C6.DIRECT_SAA, "margin", [0.0, 0.1, 0.2], [0.0, -0.1, 0.2], tau=0.6, found=True)),
     "06-h5-region-retrained-network": (C6.h5_region_retrained_network, *_better(C6.REGION, "network", "retrained", param=C6.RHO)),
     "06-h6-region-retrained-forest": (C6.h6_region_retrained_forest, *_better(C6.REGION, "forest", "retrained", param=C6.RHO)),
     "06-h7-proplace-radius": (C6.h7_proplace_radius, *_better(C6.PROPLACE, "network", "radius_linf", against=C6.STRETCHED_TO, param=0.03)),

@@ -589,7 +589,7 @@ def _wrong_class(rows: pd.DataFrame) -> int:
 
 
 #: The columns the hypothesis checks read.
-CLAIM_COLUMNS = ["dataset", "factual", "model", "method", "param", "recommended", "valid", "status", "tol",
+CLAIM_COLUMNS = ["dataset", "factual", "model", "method", "param", "recommended", "found", "valid", "status", "tol",
                  "distance", "excess_distance", "against", "tau", *MEASURES]
 
 
@@ -641,6 +641,7 @@ def h4_saa_margin(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
     saa = df[df["method"].isin([DIRECT_SAA, ROBUST_SAA]) & df["recommended"].fillna(False).astype(bool)]
     p_star = saa[saa["method"] == DIRECT_SAA][[*keys, "tau"]].rename(columns={"tau": "p_star"})
     saa = saa.merge(p_star.drop_duplicates(keys), on=keys, how="left")
+    saa = saa[saa["found"].fillna(False).astype(bool)]  # no margin without a point; a threshold out of reach is no stop
     return _smallest("06-h4-saa-margin", saa["margin"] - (saa["tau"] - saa["p_star"]), "margin over its threshold",
                      -1e-6, minimum=minimum)
 
