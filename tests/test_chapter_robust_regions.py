@@ -826,7 +826,6 @@ def test_ours_robust_names_its_lowest_row():
     assert CH.lowest_row_text(pd.DataFrame(), "ours_robust") == ""
 
 
-# audit 25
 
 def test_ours_robust_names_every_row_tied_at_the_lowest_share():
     """Audit 25a D1: book 02-ours-robust read "the lowest, diabetes NN50 at ρ 0.2: 0 of 2 (0%)" while

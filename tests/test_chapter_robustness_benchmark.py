@@ -405,7 +405,6 @@ def test_a_method_that_found_no_counterfactual_is_counted_against_its_stretched_
                          "of the target class)")
 
 
-# audit 25
 def test_h4_does_not_call_a_threshold_out_of_reach_a_solver_that_stopped():
     """Audit 25b D1: H4 reads every recommended SAA row, found or not, and its margin is NaN exactly where no
     point was found (`score_margin` of a found point is never NaN). The reason of audit 24b J2 then said "1

@@ -51,11 +51,21 @@ class AdversarialResult:
     more: list = field(default_factory=list)
 
 
+#: SCIP parameters for every problem of robust regions: no NLP relaxation. On some l2 MISOCPs of forests the
+#: Ipopt that SCIP calls for it (MUMPS, METIS ordering; PySCIPOpt 6.3.0) corrupts the heap and aborts the
+#: process (chapter 6's heloc forest: ``free(): invalid pointer``); without it SCIP still solves them exactly,
+#: by LP outer approximation and branching.
+SCIP_PARAMS = {"nlp/disable": True}
+
+
 def solve_bounded(problem: cp.Problem, *, solver, time_limit) -> solvers.SolveResult:
     """Every problem of robust regions is bounded by construction (the set, the domain box, a norm
     objective bounded below), so a presolve answer "infeasible or unbounded" (Gurobi's INF_OR_UNBD)
-    means infeasible: for an adversarial problem, that the point is robust."""
-    return solvers.solve(problem, solver=solver, time_limit=time_limit, bounded=True)
+    means infeasible: for an adversarial problem, that the point is robust. SCIP runs with
+    :data:`SCIP_PARAMS`."""
+    scip = solvers.choose_solver(solvers.problem_class(problem), solver) == "scip"
+    return solvers.solve(problem, solver=solver, time_limit=time_limit, bounded=True,
+                         options=SCIP_PARAMS if scip else None)
 
 
 def compile_time(problem: cp.Problem) -> float:
