@@ -390,7 +390,7 @@ def test_a_share_of_no_configurations_reads_n_a():
 
 
 def test_claim_ours_valid():
-    frames = {"holds": _baselines([True], [True], [True]), "fails": _baselines([True], [True], [True]),
+    frames = {"holds": _baselines([True] * N, [True] * N, [True] * N), "fails": _baselines([True], [True], [True]),
               "none": pd.DataFrame()}
     frames["fails"].loc[0, "ours_valid"] = False
     assert _verdicts(lambda c: CH.claim_ours_valid(frames[c])) == (REPRODUCED, DIFFERS, NOT_RUN)
@@ -579,7 +579,19 @@ def test_ours_valid_does_not_fail_on_an_instance_without_a_counterfactual():
     frame["ours_distance"] = [0.1, 0.2, np.nan]
     frame.loc[2, "ours_valid"] = False
     c = CH.claim_ours_valid(frame)
-    assert c.verdict == REPRODUCED and c.evidence == 2 and "1 of the 3" in c.why
+    assert c.verdict == NOT_RUN and c.evidence == 2 and "1 of the 3" in c.why   # 2 found: fewer than MIN_TABLE3
+    frame = pd.concat([_baselines([True] * N, [True] * N, [True] * N).assign(ours_distance=0.1), frame.iloc[[2]]])
+    c = CH.claim_ours_valid(frame)
+    assert c.verdict == REPRODUCED and c.evidence == N and f"1 of the {N + 1}" in c.why
+
+
+def test_ours_valid_needs_the_counterfactuals_of_the_other_table3_claims():
+    """Audit 25a J1: 02-ours-valid read *reproduced* on one counterfactual (the book's 16), where its sister
+    Table 3 claims need MIN_TABLE3; one invalid counterfactual still decides it below that."""
+    few = _baselines([True] * 16, [True] * 16, [True] * 16)
+    assert CH.claim_ours_valid(few).verdict == NOT_RUN
+    few.loc[3, "ours_valid"] = False
+    assert CH.claim_ours_valid(few).verdict == DIFFERS
 
 
 def test_ours_valid_still_fails_on_an_invalid_counterfactual_and_reads_not_run_without_one():

@@ -192,6 +192,15 @@ def test_h1_does_not_count_the_nearest_counterfactual_against_itself():
     assert c.verdict == REPRODUCED and c.evidence == 3 and "smallest excess distance 0.1 over 3" in c.ours
 
 
+def test_h1_does_not_count_the_stretched_nearest():
+    """Audit 25b J1: the stretched nearest lies farther along the nearest's ray by construction, so it cannot
+    fail H1 and only padded its count (10 of 126 paper rows)."""
+    df = pd.DataFrame(_excess(CH.NEAREST, [0.0] * 3) + _excess(CH.STRETCHED, [0.2] * 3) + _excess(CH.PROPLACE, [0.1] * 3))
+    c = CH.h1_nearest_closest(df)
+    assert c.verdict == REPRODUCED and c.evidence == 3
+    assert CH.h1_nearest_closest(df[df["method"] != CH.PROPLACE]).verdict == NOT_RUN
+
+
 def test_one_counterexample_decides_a_hypothesis_on_every_counterfactual():
     """Audit 5 C6."""
     df = pd.DataFrame(_excess(CH.NEAREST, [0.0]) + _excess(CH.PROPLACE, [-0.5], factual=1))

@@ -98,7 +98,7 @@ CH2 = {
                                  T2._baselines([True] * N2, [True] * N2, [True] * N2), EMPTY),
     "02-ours-robust": cases(C2.claim_ours_robust, T2._baselines([True] * N2, [True] * N2, [True] * N2),
                             T2._baselines([True] * N2, [True] * N2, [True, False] * (N2 // 2)), EMPTY),
-    "02-ours-valid": cases(C2.claim_ours_valid, T2._baselines([True], [True], [True]),
+    "02-ours-valid": cases(C2.claim_ours_valid, T2._baselines([True] * N2, [True] * N2, [True] * N2),
                            T2._baselines([True], [True], [True]).assign(ours_valid=False), EMPTY),
     "02-times": cases(lambda tables, frame: C2.claim_times(tables, frame, time_limit=8),
                       ([pd.DataFrame({"ratio": [0.5, 2.0]})], _CONVERGED),

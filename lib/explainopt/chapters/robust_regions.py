@@ -751,13 +751,15 @@ def claim_ours_robust(frame3: pd.DataFrame) -> Claim:
 def claim_ours_valid(frame3: pd.DataFrame) -> Claim:
     """Every counterfactual of Algorithm 1 in Table 3's setting is valid (the model's own predict), over the
     instances where it returned one: an instance our time limit stopped inside the first master problem has
-    none (``ours_distance`` missing), which is no invalid counterfactual."""
+    none (``ours_distance`` missing), which is no invalid counterfactual. On at least :data:`MIN_TABLE3`, as
+    the other Table 3 claims (audit 25a J1); one invalid counterfactual decides it below that number."""
     found = frame3[frame3["ours_distance"].notna()] if "ours_distance" in frame3 else frame3
     n = len(found)
     valid = int(found["ours_valid"].sum()) if n else 0
     none = len(frame3) - n
-    return CLAIMS.claim("02-ours-valid", ours=f"{valid}/{n} valid under model.predict", holds=every(found["ours_valid"]) if n else None,
-                        evidence=n, why=f"{none} of the {len(frame3)} instances returned no counterfactual (our time limit "
+    holds = every(found["ours_valid"]) if n else None
+    return CLAIMS.claim("02-ours-valid", ours=f"{valid}/{n} valid under model.predict", holds=holds,
+                        evidence=n, minimum=MIN_TABLE3, failure_decides=holds is False, why=f"{none} of the {len(frame3)} instances returned no counterfactual (our time limit "
                                         "stopped the first master problem) and are left out" if none else "")
 
 

@@ -606,10 +606,11 @@ def _valid(df: pd.DataFrame) -> pd.DataFrame:
 
 def h1_nearest_closest(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
     """H1: nearest is the closest valid point of the box, so no other method's valid counterfactual is closer
-    (nearest's own, at excess 0 by construction, tests nothing; H7's and H9's comparators are no method)."""
+    (nearest's own, at excess 0 by construction, tests nothing, nor does the stretched nearest, farther along
+    the same ray by construction (audit 25b J1); H7's and H9's comparators are no method)."""
     ok = methods_only(_valid(df))
-    return _smallest("06-h1-nearest-closest", ok.loc[ok["method"] != NEAREST, "excess_distance"], "excess distance",
-                     -1e-6, minimum=minimum)
+    return _smallest("06-h1-nearest-closest", ok.loc[~ok["method"].isin([NEAREST, STRETCHED]), "excess_distance"],
+                     "excess distance", -1e-6, minimum=minimum)
 
 
 def h2_region_certified(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
