@@ -806,6 +806,17 @@ def test_dominance_claim():
     assert "0 of the 1 benchmark points (isolation forest, 1-LOF) computed rest on at least 30" in few.why
 
 
+def test_dominance_names_the_benchmark_points_no_saa_point_can_dominate():
+    """Audit 26b J1: a benchmark point no farther than every SAA point (a 1-LOF point keeping naive's
+    counterfactual) cannot be strictly dominated; the reason counts such points."""
+    near = CH.claim_dominance(_points(0.05, 0.8))
+    assert near.verdict == DIFFERS
+    assert "1 of them lie no farther than every SAA point of their dataset" in near.why
+    assert CH.closest_benchmark_points(_points(0.1, 0.8)) == 1            # a tie in distance counts
+    assert "no farther" not in CH.claim_dominance(_points(0.2, 0.8)).why
+    assert CH.closest_benchmark_points(_points(0.05, 0.8, n=5)) == 0       # too few counterfactuals: not counted
+
+
 def test_dominance_is_strict_and_needs_enough_counterfactuals():
     assert CH.claim_dominance(_points(0.1, 0.9)).verdict == DIFFERS  # a tie dominates nothing
     assert CH.claim_dominance(_points(0.1, 0.8)).verdict == DIFFERS  # equal distance: not strictly closer
