@@ -354,8 +354,8 @@ def test_one_plausibility_benchmark_faster_than_naive_decides_beside_a_missing_r
 def test_a_dominated_share_below_90_percent_does_not_print_as_90(monkeypatch):
     """Audit 7 E8: chapter 5's numbers printed on the wrong side of their bounds."""
     monkeypatch.setattr(CH, "dominated_share", lambda points: 43 / 48)
-    points = pd.DataFrame({"label": ["1-LOF"], "n": [100]})
-    c = CH.claim_dominance(points)
+    points = pd.DataFrame({"dataset": ["COMPAS"], "label": ["1-LOF"], "distance": [0.1], "rate": [0.5], "n": [100]})
+    c = CH.claim_dominance(points)   # a points frame as benchmark_points gives it (audit 26c D2: the reason reads it)
     assert c.verdict == DIFFERS and not c.ours.startswith("90%")
 
 
@@ -1013,3 +1013,18 @@ def test_benchmark_time_holds_only_once_every_dataset_it_names_is_counted():
     assert CH.claim_benchmark_time(slower, datasets=named).verdict == NOT_RUN      # Adult has no ratio
     both = _benchmark_ratio({"COMPAS": 4, "Adult": 4}, lof={"COMPAS": 1.5, "Adult": 1.5})
     assert CH.claim_benchmark_time(both, datasets=named).verdict == REPRODUCED
+
+
+# audit 26c
+def test_dominance_reads_a_distance_tie_up_to_rounding_as_a_tie():
+    """Audit 26c D1: a 1-LOF point that keeps naive's counterfactuals has naive's mean distance up to the last
+    bit (the fz1 preview: Adult's 1-LOF at lambda 0.001 lies 1.7e-16 beyond the nearest SAA point, COMPAS's at
+    lambda 1 2.1e-17). Such a point is no farther than that SAA point: the reason counts it among those no SAA
+    point can dominate, and an SAA point 1e-16 closer with a higher validity does not dominate it strictly."""
+    tie = _points(0.1 + 1.7e-16, 0.8)
+    assert tie.distance[1] > tie.distance[0]                                 # farther, but only by rounding
+    assert CH.closest_benchmark_points(tie) == 1
+    assert CH.dominated_share(tie) == 0.0
+    assert "1 of them lie no farther than every SAA point" in CH.claim_dominance(tie).why
+    assert CH.dominated_share(_points(0.1 + 1e-6, 0.8)) == 1.0               # a real gap still dominates
+    assert CH.closest_benchmark_points(_points(0.1 + 1e-6, 0.8)) == 0

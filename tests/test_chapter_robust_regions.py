@@ -852,3 +852,24 @@ def test_ours_robust_names_every_row_tied_at_the_lowest_share():
     tied = pd.concat([share, _baselines([True] * 10, [True] * 10, [True] * 7 + [False] * 3)], ignore_index=True)
     assert CH.lowest_row_text(tied, "ours_robust") == ("pooled over 2 rows; the 2 lowest, ionosphere NN50 at ρ 0.1: "
                                                        "14 of 20 (70%) and ionosphere NN10 at ρ 0.1: 7 of 10 (70%)")
+
+
+# audit 26c
+def test_the_iterations_claim_shows_how_its_ratios_split_around_1():
+    """Audit 26c D3: book 02-iterations-complexity reads 1.07 > 1 with 24 of its 48 ratios above 1, 19 equal and 5
+    below, each of those 5 with a larger model stopped at the 8 s limit: one ratio decides between 1.07 and 1.00
+    (the render before read 1.00, differs, on a slower machine). The reason must show the split and the stops."""
+    datasets = ("banknote", "diabetes", "ionosphere", "heart")
+    times = {(m, d, "linf", 0.05): 1.0 for d in datasets for m in ("DT3", "DT10")}
+    summary = _summary(times)
+    small = summary["model"] == "DT3"
+    summary["iterations_all"] = np.where(small, 2.0, summary["dataset"].map(
+        {"banknote": 3.0, "diabetes": 4.0, "ionosphere": 2.0, "heart": 1.0}))
+    summary["early_stops"] = np.where(~small & (summary["dataset"] == "heart"), 1, 0)
+    checks = CH.trend_checks(summary)
+    assert checks["iterations_ratio"] == pytest.approx(1.25)
+    claim = CH.claim_iterations_complexity(checks)
+    assert claim.verdict == REPRODUCED
+    assert ("2 of the 4 ratios above 1, 1 equal, 1 below (1 of them with an early stop, whose iterations the time "
+            "limit cuts short)") in claim.why
+    assert "early stop" not in CH.claim_iterations_complexity(CH.trend_checks(summary.assign(early_stops=0))).why
