@@ -1015,7 +1015,6 @@ def test_benchmark_time_holds_only_once_every_dataset_it_names_is_counted():
     assert CH.claim_benchmark_time(both, datasets=named).verdict == REPRODUCED
 
 
-# audit 26c
 def test_dominance_reads_a_distance_tie_up_to_rounding_as_a_tie():
     """Audit 26c D1: a 1-LOF point that keeps naive's counterfactuals has naive's mean distance up to the last
     bit (the fz1 preview: Adult's 1-LOF at lambda 0.001 lies 1.7e-16 beyond the nearest SAA point, COMPAS's at

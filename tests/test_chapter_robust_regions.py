@@ -854,7 +854,6 @@ def test_ours_robust_names_every_row_tied_at_the_lowest_share():
                                                        "14 of 20 (70%) and ionosphere NN10 at ρ 0.1: 7 of 10 (70%)")
 
 
-# audit 26c
 def test_the_iterations_claim_shows_how_its_ratios_split_around_1():
     """Audit 26c D3: book 02-iterations-complexity reads 1.07 > 1 with 24 of its 48 ratios above 1, 19 equal and 5
     below, each of those 5 with a larger model stopped at the 8 s limit: one ratio decides between 1.07 and 1.00
