@@ -1082,3 +1082,17 @@ def test_convergence_names_the_time_cap_only_when_it_alone_leaves_the_papers_siz
     assert c.verdict == NOT_RUN and c.explanation.startswith("Too little evidence")
     capped40 = run_history([10.0] * 10, status="time_limit", n_items=40)
     assert CH.convergence_claim(runs + [capped40]).explanation.startswith("Deviation from the paper's protocol")
+
+
+# audit 27
+
+def test_a_capped_slsqp_run_is_not_said_to_run_uncapped_at_the_paper_scale():
+    """Audit 27a D1: the reason of a knapsack claim with SLSQP runs our time cap stopped said "(the paper scale runs
+    them uncapped)", but the paper scale caps every SLSQP fit too (`slsqp_time_limit` 1200 s; its slowest stored
+    fit took 386 s, so a loaded machine can reach it): false the day a paper-scale run hits the cap. The paper
+    caps SLSQP's iterations only, which is what the reason must say."""
+    assert CH.PAPER["slsqp_time_limit"] is not None            # the paper scale caps SLSQP as well
+    for capped in (CH.scatter_claim(per_run(method=CH.SLSQP, status="time_limit"), CH.SLSQP),
+                   CH.knapsack_objective_claim(per_run(method=CH.SLSQP, status="time_limit"), CH.SLSQP)):
+        assert capped.verdict == NOT_RUN and "left out" in capped.why
+        assert "uncapped" not in capped.why and "the paper caps its iterations only" in capped.why

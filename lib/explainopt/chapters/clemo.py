@@ -624,10 +624,10 @@ def _per_type(matched: pd.DataFrame) -> pd.Series:
 
 
 def _capped_why(capped: int) -> str:
-    """Why `capped` SLSQP runs do not count (:func:`capped_runs`): this scale's time cap stopped them ("" when
-    none)."""
+    """Why `capped` SLSQP runs do not count (:func:`capped_runs`): this scale's time cap stopped them, and every
+    scale has one, the paper's too ("" when none)."""
     return (f"{capped} SLSQP runs were stopped by this scale's time cap before the paper's 1000 iterations and are "
-            "left out (the paper scale runs them uncapped)") if capped else ""
+            "left out (the paper caps its iterations only)") if capped else ""
 
 
 def _outside(checked: pd.Series, predicate, fmt: str, bounds=()) -> str:
