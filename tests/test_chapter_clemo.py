@@ -1084,7 +1084,6 @@ def test_convergence_names_the_time_cap_only_when_it_alone_leaves_the_papers_siz
     assert CH.convergence_claim(runs + [capped40]).explanation.startswith("Deviation from the paper's protocol")
 
 
-# audit 27
 
 def test_a_capped_slsqp_run_is_not_said_to_run_uncapped_at_the_paper_scale():
     """Audit 27a D1: the reason of a knapsack claim with SLSQP runs our time cap stopped said "(the paper scale runs
