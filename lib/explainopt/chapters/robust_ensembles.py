@@ -730,13 +730,8 @@ def dominated_share(points, *, dataset: str | None = None, min_n: int = MIN_PER_
     points of at least `min_n` counterfactuals count; NaN without such benchmark points. Closer means closer by
     more than :data:`DISTANCE_TIE`."""
     sub = points if dataset is None else points[points.dataset == dataset]
-    sub = sub[sub["n"] >= min_n]
-    shares = []
-    for _, g in sub.groupby("dataset"):
-        saa = g[g.label.str.contains("SAA")]
-        bench = g[g.label.isin(["isolation forest", "1-LOF"])]
-        for _, b in bench.iterrows():
-            shares.append(bool(((saa.distance < b.distance - DISTANCE_TIE) & (saa.rate > b.rate)).any()))
+    shares = [bool(((saa.distance < b.distance - DISTANCE_TIE) & (saa.rate > b.rate)).any())
+              for saa, bench in _saa_and_benchmarks(sub, min_n=min_n) for _, b in bench.iterrows()]
     return float(np.mean(shares)) if shares else float("nan")
 
 
@@ -744,13 +739,15 @@ def closest_benchmark_points(points, *, min_n: int = MIN_PER_POINT) -> int:
     """How many benchmark points (of at least `min_n` counterfactuals) lie no farther than every SAA point of
     their dataset (up to :data:`DISTANCE_TIE`): no SAA point can dominate them strictly (a 1-LOF point that keeps
     naive's counterfactual does so by construction, every SAA threshold being at least naive's; audit 26b J1)."""
+    return sum(int((bench.distance <= saa.distance.min() + DISTANCE_TIE).sum())
+               for saa, bench in _saa_and_benchmarks(points, min_n=min_n) if len(saa))
+
+
+def _saa_and_benchmarks(points, *, min_n: int):
+    """Per dataset, its SAA points and its plausibility-benchmark points, each of at least `min_n` counterfactuals."""
     sub = points[points["n"] >= min_n] if len(points) else points
-    closest = 0
     for _, g in sub.groupby("dataset"):
-        saa = g[g.label.str.contains("SAA")]
-        bench = g[g.label.isin(["isolation forest", "1-LOF"])]
-        closest += int((bench.distance <= saa.distance.min() + DISTANCE_TIE).sum()) if len(saa) else 0
-    return closest
+        yield g[g.label.str.contains("SAA")], g[g.label.isin(["isolation forest", "1-LOF"])]
 
 
 _TARGET_RULE = (f"target met = 95% interval reaches 1 - alpha at every alpha, each rate on at least {MIN_PER_POINT} "
