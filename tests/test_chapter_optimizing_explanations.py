@@ -306,7 +306,7 @@ def test_paper_claims_on_a_solved_grid(tables):
     assert [c.verdict for c in claims][2:4] == [R.NOT_RUN, R.NOT_RUN]  # no D = 4, fewer than three D >= 2
     rough = claims[4]
     assert "steep or oscillatory" in rough.claim and rough.verdict == R.NOT_RUN  # two functions only
-    assert "2 of the 4 functions run at D ≥ 2" in rough.why
+    assert "2 of the 4 functions run at D ≥ 2" in rough.explanation
 
 
 def test_grids_hold_both_variants_with_the_papers_cells_first():
@@ -441,7 +441,7 @@ def test_claim_rough_functions_disagree():
     assert verdict(claim(weak)) == R.PARTLY and "ρ = −0.10" in claim(weak).ours
     assert verdict(claim({f: 1 - a for f, a in ROUGHEST_LEAST.items()})) == R.DIFFERS
     few = claim({"x^3": 0.4, "sin x^3": 0.3, "x^2": 0.6})
-    assert few.verdict == R.NOT_RUN and "3 of the 4 functions run at D ≥ 2" in few.why
+    assert few.verdict == R.NOT_RUN and "3 of the 4 functions run at D ≥ 2" in few.explanation
     assert verdict(CH.claim_rough_functions_disagree(EMPTY)) == R.NOT_RUN
     per_d = CH.rank_correlation_by_dimension(by_function(ROUGHEST_LEAST))
     assert "D = 4: −1.00" in claim(ROUGHEST_LEAST, by_dimension=per_d).why

@@ -237,7 +237,7 @@ def test_table1_claims_are_not_run_without_data_or_with_too_few_factuals():
     assert verdicts(NO_DATA) == [NOT_RUN] * 4
     assert verdicts({}) == [NOT_RUN] * 4
     few = CH.claims(table_of(GOOD, n=2), pd.DataFrame(), n_retrained=2)
-    assert [c.verdict for c in few[:4]] == [NOT_RUN] * 4 and "2 of the 5" in few[0].why
+    assert [c.verdict for c in few[:4]] == [NOT_RUN] * 4 and "2 of the 5" in few[0].explanation
 
 
 def test_claims_say_which_methods_did_not_run():

@@ -739,7 +739,7 @@ def test_naive_below_half_claim():
     assert CH.claim_naive_below_half(_table1({"A": 10, "B": 40, "C": 90})).verdict == REPRODUCED
     assert CH.claim_naive_below_half(_table1({"A": 10, "B": 60, "C": 90})).verdict == DIFFERS
     two = CH.claim_naive_below_half(_table1({"A": 10, "B": 40}))
-    assert two.verdict == NOT_RUN and "2 of the 3 datasets of at least 10 counterfactuals" in two.why
+    assert two.verdict == NOT_RUN and "2 of the 3 datasets of at least 10 counterfactuals" in two.explanation
 
 
 def test_naive_below_half_counts_only_datasets_with_ten_counterfactuals():

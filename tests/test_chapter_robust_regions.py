@@ -375,7 +375,7 @@ def test_table3_rate_claims_are_not_run_on_a_handful_of_counterfactuals():
     seven = _baselines([True] * 6 + [False], [True] * 7, [True] * 7)
     for check in (CH.claim_baseline_not_robust, CH.claim_baseline_invalid, CH.claim_ours_robust):
         claim = check(seven)
-        assert claim.verdict == NOT_RUN and f"7 of the {N} counterfactuals" in claim.why, claim.id
+        assert claim.verdict == NOT_RUN and f"7 of the {N} counterfactuals" in claim.explanation, claim.id
     assert N >= 40
     fails = CH.claim_baseline_not_robust(_baselines([True] * N, [True] * N, [True] * N))
     invalid = CH.claim_baseline_invalid(_baselines([True] * N, [True] * N, [True] * N))

@@ -135,7 +135,7 @@ def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = ""
     """Why a verdict is not *reproduced*, as one sentence computed from the claim: *too little evidence*
     (not run: the cells counted against those needed, or the check's reason), a *deviation from the
     paper's protocol* (the one named; for a claim not run, `undecided_by`, the deviation of ours that leaves
-    its cells undecided), or a *genuine finding* (our number against the paper's under the
+    its cells undecided), or a *genuine finding* (our number and the paper's under the
     claim's rule). Empty for a reproduced claim."""
     if c.verdict == REPRODUCED:
         return ""
@@ -146,7 +146,7 @@ def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = ""
                    and c.evidence < c.minimum else (c.why or "the check found no data"))
         return f"Too little evidence: {counted}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
-    numbers = f"ours {c.ours} against the paper's {c.paper}"
+    numbers = f"ours: {c.ours}; the paper: {c.paper}"  # the paper's text may be "new (no paper measures it)"
     if deviation:
         return f"Deviation from the paper's protocol: {deviation}; the claim {part} ({numbers})."
     return f"Genuine finding: the claim {part} on our numbers ({numbers}){f' under the rule: {c.rule}' if c.rule else ''}."
@@ -216,8 +216,9 @@ class ClaimBook:
         `undecided_by`: the deviation of ours that leaves a claim *not run* on the cells it has."""
         fields, unit = fields or {}, self.row(id)["unit"] or "cells"
         gate = None if (failure_decides and holds is False) or (pass_decides and holds is True) else evidence
+        too_few = gate is not None and gate < minimum  # not run; the explanation counts the evidence, once
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
-                               ours=ours, holds=holds, evidence=gate, minimum=minimum, unit=unit, **kwargs)
+                               ours=ours, holds=None if too_few else holds, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation,
                         undecided_by=undecided_by)
