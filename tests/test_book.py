@@ -455,6 +455,21 @@ def test_fill_computes_every_configurations_first_cell_in_every_grid_before_any_
                         ("other b", 2)]
 
 
+def test_a_fill_can_take_only_the_cells_of_given_configuration_values(monkeypatch, tmp_path):
+    """``--where kind=b``: the cells a claim needs (chapter 2's l2 regions) without the rest of their grid."""
+    from explainopt.experiments import ResultStore
+
+    _chapter(monkeypatch, ResultStore(tmp_path))
+    book.fill("99", n_jobs=1, where={"kind": "b"})
+    assert COMPUTED == [("b", 0), ("other b", 0), ("b", 1), ("b", 2), ("other b", 1), ("other b", 2)]
+    rows = book.chapter_plan("99", "paper", where={"kind": "a"})
+    assert [len(r["todo"]) for r in rows] == [3, 3]
+    assert "(cells where kind=a)" in book.plan_text("99", rows, where={"kind": "a"}).splitlines()[0]
+    assert book._key_value("rho=0.05") == ("rho", 0.05) and book._key_value("norm=l2") == ("norm", "l2")
+    with pytest.raises(SystemExit, match="KEY=VALUE"):
+        book._key_value("l2")
+
+
 def _stored_with_times(store, func, cells: dict) -> None:
     """Store the cells {(kind, index): seconds}, their provenance giving those wall times."""
     for (kind, index), seconds in cells.items():

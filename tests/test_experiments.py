@@ -558,3 +558,31 @@ def test_the_book_revalidates_a_chapter_in_the_order_of_its_grids(tmp_path, monk
     monkeypatch.setattr(chapters, "settings", lambda scales, scale: {})
     order = [report["function"] for report in book.revalidate(["07"], "paper")]
     assert order == ["z_networks", "a_factuals"]
+
+
+def test_the_book_computes_every_cheap_stale_cell_again_and_samples_only_the_costly(tmp_path, monkeypatch):
+    """A 5% sample missed a change that moved a few cheap cells (SCIP without its NLP relaxation, chapter 2's
+    baseline cells), so the book's revalidate computes every stale cell of at most `recompute_under`
+    seconds again and judges only the costlier ones on a sample."""
+    from types import SimpleNamespace
+
+    from explainopt import book, chapters
+
+    module = _probe_module(tmp_path, monkeypatch, PROBE)
+    store = ResultStore(tmp_path / "results" / "paper" / "07")
+    run_grid(module.cell, [{"x": x} for x in range(40)], cache=store, progress=False)
+    for cell in store.cells(module.cell):  # half of them took long when they were computed
+        if cell["provenance"]["config"]["x"] >= 20:
+            store.put(module.cell, cell["provenance"]["config"],
+                      {"result": cell["result"], "provenance": {**cell["provenance"], "wall_time_s": 500.0}})
+    module = _probe_module(tmp_path, monkeypatch, PROBE.replace("x * 2", "x + x"))  # same results, other code
+    grids = {"cells": experiments.Grid(module.cell, [{"x": x} for x in range(40)])}
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    monkeypatch.setattr(chapters, "module", lambda name: SimpleNamespace(SCALES={}, grids=lambda settings: grids))
+    monkeypatch.setattr(chapters, "settings", lambda scales, scale: {})
+    every, sampled = book.revalidate(["07"], "paper", recompute_under=60)
+    assert every["all"] and every["stale"] == every["sampled"] == 20 and every["restamped"] == 0
+    assert not sampled["all"] and sampled["stale"] == 20 and sampled["sampled"] == 3 and sampled["restamped"] == 17
+    store = ResultStore(tmp_path / "results" / "paper" / "07")
+    restamped = {c["provenance"]["config"]["x"] for c in store.cells(module.cell) if "revalidated" in c["provenance"]}
+    assert len(restamped) == 17 and min(restamped) >= 20 and len(store.cells(module.cell)) == 40

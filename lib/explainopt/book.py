@@ -5,9 +5,9 @@ Command line::
     python -m explainopt.book run --scale smoke|book|paper [--only 01 03] [-p name value ...]
     python -m explainopt.book run --scale book [--recompute]
     python -m explainopt.book run --scale paper --only 05 --budget 2h [--jobs 16] [--scheduler ADDRESS] [--grids NAME ...]
-                                  [--max-cell-seconds 300] [--plan]
+                                  [--max-cell-seconds 300] [--where norm=l2] [--plan]
     python -m explainopt.book merge OTHER/results/paper [--scale paper|book]
-    python -m explainopt.book revalidate [--only 04 06] [--scale paper|book] [--fraction 0.05] [--jobs 2]
+    python -m explainopt.book revalidate [--only 04 06] [--scale paper|book] [--fraction 0.05] [--recompute-under 60] [--jobs 2]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
     python -m explainopt.book student-book [--chapters book/chapters] [--output _build/student] [--no-build]
@@ -643,15 +643,21 @@ def cell_costs(grid: Grid, store) -> list[float | None]:
     return [medians.get(configuration(c)) for c in grid.configs]
 
 
-def grid_plan(name: str, grid: Grid, store, *, max_cell_s: float | None = None) -> dict:
+def matches(config: dict, where: dict | None) -> bool:
+    """Whether a cell's `config` has every value `where` names (``{"norm": "l2"}``; None: every cell)."""
+    return not where or all(config.get(key) == value for key, value in where.items())
+
+
+def grid_plan(name: str, grid: Grid, store, *, max_cell_s: float | None = None, where: dict | None = None) -> dict:
     """What :func:`fill` would compute of one grid: ``todo`` (indices, in :func:`fill_order`), ``first`` (those
     of them that are a configuration's first cell, in the same order), ``hours`` (estimated core-hours: :func:`cell_costs`, a
     cell of unknown cost counted at the grid's median estimate), ``unknown`` (cells of unknown cost among
     `todo`), and the cells left out by the cost filter: ``too_long`` (estimated over `max_cell_s`) and
-    ``unknown_left`` (unknown cost: a filter takes only cells known to be short)."""
+    ``unknown_left`` (unknown cost: a filter takes only cells known to be short). `where`: only the cells
+    whose configuration :func:`matches` it (the others are neither computed nor counted as left out)."""
     stored = {i for i, c in enumerate(grid.configs) if store.get(grid.func, c) is not None}
     costs, rounds = cell_costs(grid, store), fill_rounds(grid, stored)
-    order = sorted(rounds, key=rounds.get)
+    order = [i for i in sorted(rounds, key=rounds.get) if matches(grid.configs[i], where)]
     known = [s for s in costs if s is not None]
     too_long = [i for i in order if max_cell_s is not None and costs[i] is not None and costs[i] > max_cell_s]
     unknown_left = [i for i in order if max_cell_s is not None and costs[i] is None]
@@ -673,18 +679,18 @@ def chosen_grids(chapter: str, grids: dict, only: list[str] | None) -> list[str]
 
 
 def chapter_plan(chapter: str, scale: str = "paper", *, only: list[str] | None = None,
-                 max_cell_s: float | None = None) -> list[dict]:
+                 max_cell_s: float | None = None, where: dict | None = None) -> list[dict]:
     """:func:`grid_plan` of every grid of the chapter (those named in `only`), each with the claims it decides
     (the chapter module's ``GRID_CLAIMS``, where it declares them). A grid that depends on another's cells
     (chapter 4's factuals on its networks) shows the cells it has now."""
     module = chapters.module(chapter)
     grids = module.grids(chapters.settings(module.SCALES, scale))
     store, claims = chapter_cache(chapter, scale), getattr(module, "GRID_CLAIMS", {})
-    return [{**grid_plan(name, grids[name], store, max_cell_s=max_cell_s), "claims": claims.get(name, [])}
+    return [{**grid_plan(name, grids[name], store, max_cell_s=max_cell_s, where=where), "claims": claims.get(name, [])}
             for name in chosen_grids(chapter, grids, only)]
 
 
-def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None) -> str:
+def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None, where: dict | None = None) -> str:
     """The plan a budgeted run prints before it starts (`rows`: :func:`chapter_plan`'s): per grid the cells it
     will compute, their estimated core-hours, the cells the cost filter (`max_cell_s`) leaves out and the
     claims the grid decides."""
@@ -692,6 +698,7 @@ def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None
         return "unknown" if h is None else f"{h:.2f}"
 
     limit = "" if max_cell_s is None else f" (cells estimated at most {max_cell_s:g} s)"
+    limit += "" if not where else " (cells where " + ", ".join(f"{k}={v}" for k, v in where.items()) + ")"
     lines = [f"[explainopt] plan for chapter {chapter}{limit}"]
     for r in rows:
         left = []
@@ -712,13 +719,15 @@ def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None
 
 
 def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
-         only: list[str] | None = None, max_cell_s: float | None = None, isolate: bool = False) -> dict:
+         only: list[str] | None = None, max_cell_s: float | None = None, where: dict | None = None,
+         isolate: bool = False) -> dict:
     """Compute the cells of a chapter's grids (those named in `only`, default all) that its results store
     lacks, until `budget` (seconds or ``"2h"``) is spent, claims first: first every configuration's first
     cell, grid after grid in the chapter's order, then the other cells, grid after grid, in round-robin over
     the configurations (:func:`fill_order`). Two passes, not one per round: each pass of a grid ends when its
     slowest cell does, and its other workers wait. `max_cell_s`: only cells estimated to take at most this
-    long (:func:`cell_costs`; a cell of a configuration with no stored cell has no estimate and is left out).
+    long (:func:`cell_costs`; a cell of a configuration with no stored cell has no estimate and is left out);
+    `where`: only cells whose configuration has these values (:func:`matches`, e.g. ``{"norm": "l2"}``).
     Each grid is read again before each of its passes: a grid may depend on an earlier one's cells (chapter 4 draws
     its factuals with its stored networks). `isolate`: with n_jobs=1, each cell in a worker process
     (:func:`fill_isolated`; the command line's budgeted run). Returns ``{grid: {"cells", "computed", "stale"}}``
@@ -734,7 +743,7 @@ def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, s
             if left == 0:
                 break
             grid = module.grids(settings)[name]
-            todo = grid_plan(name, grid, store, max_cell_s=max_cell_s)["first" if first else "todo"]
+            todo = grid_plan(name, grid, store, max_cell_s=max_cell_s, where=where)["first" if first else "todo"]
             if todo:
                 cells, description = [grid.configs[i] for i in todo], f"{chapter} {name}"
                 if isolate and n_jobs == 1 and not scheduler:
@@ -788,11 +797,12 @@ def cells_in_flight(n_jobs: int, scheduler: str | None) -> int:
 
 def run(scale: str, only: list[str] | None = None, output_dir: Path | None = None,
         parameters: dict | None = None, *, budget=None, n_jobs: int = -1, scheduler: str | None = None,
-        grids: list[str] | None = None, max_cell_s: float | None = None, plan_only: bool = False,
-        recompute: bool = False) -> list[Path]:
+        grids: list[str] | None = None, max_cell_s: float | None = None, where: dict | None = None,
+        plan_only: bool = False, recompute: bool = False) -> list[Path]:
     """Execute the chapters at `scale` into `output_dir` (default ``book/chapters``); with a `budget`,
     first :func:`fill` their results stores (the budget is shared, chapter after chapter; `grids`: only
-    the grids of these names; `max_cell_s`: only cells estimated to take at most this long), after printing
+    the grids of these names; `max_cell_s`: only cells estimated to take at most this long; `where`: only
+    cells whose configuration has these values), after printing
     each chapter's plan (:func:`plan_text`); `plan_only`: print the plans and stop. `recompute` (book scale
     only): the render computes every cell again, stored or not (:func:`chapter_cache`, :data:`RECOMPUTE`)."""
     if scale not in SCALES:
@@ -809,8 +819,8 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
     if plan_only or budget is not None:
         n_jobs = cells_in_flight(n_jobs, scheduler)
         for chapter in with_grids:
-            print(plan_text(chapter, chapter_plan(chapter, scale, only=grids, max_cell_s=max_cell_s),
-                            max_cell_s=max_cell_s), flush=True)
+            print(plan_text(chapter, chapter_plan(chapter, scale, only=grids, max_cell_s=max_cell_s, where=where),
+                            max_cell_s=max_cell_s, where=where), flush=True)
         if budget is not None:
             width = joblib.cpu_count() if n_jobs in (-1, None) and not scheduler else n_jobs
             print(f"[explainopt] the budget, {budget} on {width} workers, is {parse_duration(budget) * width / 3600:.2f} "
@@ -820,7 +830,7 @@ def run(scale: str, only: list[str] | None = None, output_dir: Path | None = Non
         deadline = time.monotonic() + parse_duration(budget)
         for chapter in with_grids:
             report = fill(chapter, scale, budget=max(0.0, deadline - time.monotonic()), n_jobs=n_jobs,
-                          scheduler=scheduler, only=grids, max_cell_s=max_cell_s, isolate=True)
+                          scheduler=scheduler, only=grids, max_cell_s=max_cell_s, where=where, isolate=True)
             for name, p in report.items():
                 print(f"[explainopt] {chapter} {name}: {p['computed']} of {p['cells']} cells stored"
                       + (f" ({p['stale']} stale)" if p["stale"] else ""), flush=True)
@@ -935,6 +945,14 @@ def student_book(chapters_dir: Path | None = None, target: Path | None = None, *
     return target / "_build" / "html"
 
 
+def _key_value(text: str) -> tuple[str, object]:
+    """``"norm=l2"`` -> ``("norm", "l2")``, the value read as JSON when it parses (``"rho=0.05"`` -> 0.05)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--where {text!r}: expected KEY=VALUE, e.g. norm=l2")
+    return key, _parse_value(value)
+
+
 def _parse_value(text: str):
     try:
         return json.loads(text)
@@ -987,11 +1005,31 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
     return report
 
 
-def revalidate(chapters_: list[str] | None = None, scale: str = "paper", **options) -> list[dict]:
+#: Stale cells that took at most this long (seconds, stored wall time) are all computed again by
+#: :func:`revalidate`, not sampled: a 5% sample has little power against a change that moves a few cells
+#: (measured: SCIP without its NLP relaxation moved 4 of chapter 2's 76 re-stamped baseline cells by up to
+#: 1.3e-4, none of them sampled), and cheap cells cost little to recompute.
+RECOMPUTE_UNDER_S = 60.0
+
+
+def cheap_and_costly(store: ResultStore, func, configs: list[dict], seconds: float) -> tuple[list[dict], list[dict]]:
+    """`configs` split by the stored wall time of their cell (of any code version): at most `seconds`, or
+    longer (a configuration with no stored cell counts as costly; :func:`~explainopt.experiments.revalidate`
+    passes over it anyway)."""
+    wall = {c["key"]: c["provenance"].get("wall_time_s") for c in store.all_cells(func)}
+    cheap = [c for c in configs if (wall.get(experiments.config_key(func, c)) or float("inf")) <= seconds]
+    keys = {experiments.config_key(func, c) for c in cheap}
+    return cheap, [c for c in configs if experiments.config_key(func, c) not in keys]
+
+
+def revalidate(chapters_: list[str] | None = None, scale: str = "paper", *,
+               recompute_under: float = RECOMPUTE_UNDER_S, **options) -> list[dict]:
     """:func:`~explainopt.experiments.revalidate` the cells of the chapters' current grids (default: every
     chapter with a store), function by function in the order of the chapter's grids (a cell may read an
     earlier grid's cells from the store, e.g. chapter 4's factuals its networks), grids read again after
-    each."""
+    each. Stale cells that took at most `recompute_under` seconds are all computed again (and stored);
+    only the costlier ones are judged on a sample and re-stamped (:func:`cheap_and_costly`). Each report
+    says which (``"all"``: every stale cell computed again)."""
     reports = []
     for folder in sorted(p for p in (RESULTS / scale).iterdir() if p.is_dir()):
         if chapters_ and folder.name not in chapters_:
@@ -1002,16 +1040,29 @@ def revalidate(chapters_: list[str] | None = None, scale: str = "paper", **optio
         stored = store.functions()
         for func in [f for f in in_grids if f in stored] + [f for f in stored if f not in in_grids]:
             configs = [c for grid in module.grids(settings).values() if grid.func is func for c in grid.configs]
-            report = experiments.revalidate(store, func, configs=configs, **options)
-            reports.append({"chapter": folder.name, **report})
-            print(f"[explainopt] {folder.name} {func.__name__}: {_revalidation_text(report)}", flush=True)
+            cheap, costly = cheap_and_costly(store, func, configs, recompute_under)
+            for subset, every in ((cheap, True), (costly, False)):
+                report = experiments.revalidate(store, func, configs=subset,
+                                                **{**options, "fraction": 1.0} if every else options)
+                if every and not report["stale"]:
+                    continue
+                reports.append({"chapter": folder.name, **report, "all": every})
+                print(f"[explainopt] {folder.name} {func.__name__}: {_revalidation_text(report, every)}", flush=True)
     return reports
 
 
-def _revalidation_text(report: dict) -> str:
+def _revalidation_text(report: dict, every: bool = False) -> str:
     if not report["stale"]:
         return "nothing stale"
     reproduce = report["sampled"] - len(report["inconclusive"]) - len(report["differs"])
+    if every:
+        text = f"{report['stale']} stale cells short enough to compute all again: {reproduce} reproduce"
+        if report["inconclusive"]:
+            text += f" ({len(report['inconclusive'])} decided by a limit)"
+        if report["differs"]:
+            text += "; differ (stored as computed now): " + "; ".join(
+                f"{k[:8]} {d[0]}" for k, d in list(report["differs"].items())[:5])
+        return text
     text = f"{report['stale']} stale, {reproduce} of {report['sampled']} sampled cells reproduce"
     if report["inconclusive"]:
         text += f" ({len(report['inconclusive'])} decided by a limit)"
@@ -1042,6 +1093,9 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--max-cell-seconds", type=float, metavar="S",
                        help="with --budget: only cells whose configuration's stored cells took at most S seconds "
                             "(median); cells of a configuration with no stored cell are left out")
+    p_run.add_argument("--where", nargs="+", metavar="KEY=VALUE",
+                       help="with --budget: only cells whose configuration has these values (e.g. norm=l2 "
+                            "model=network; a value is read as JSON when it parses)")
     p_run.add_argument("--plan", action="store_true", help="print what --budget would compute (cells, estimated "
                                                             "core-hours, the claims they decide) and stop")
     p_run.add_argument("--recompute", action="store_true", help="book scale: compute every cell again, stored or "
@@ -1055,6 +1109,8 @@ def main(argv: list[str] | None = None) -> int:
     p_reval.add_argument("--scale", default="paper", choices=COMMITTED)
     p_reval.add_argument("--fraction", type=float, default=0.05, help="share of the stale cells computed again")
     p_reval.add_argument("--minimum", type=int, default=3, help="fewest cells computed again per function")
+    p_reval.add_argument("--recompute-under", type=float, default=RECOMPUTE_UNDER_S, metavar="S",
+                         help="stale cells that took at most S seconds are all computed again, not sampled")
     p_reval.add_argument("--jobs", type=int, default=1, help="parallel workers")
     p_build = sub.add_parser("build", help="build the HTML book with jupyter-book (execution off)")
     p_build.add_argument("--warnings-as-errors", action="store_true")
@@ -1070,6 +1126,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run(args.scale, args.only, args.output, {k: _parse_value(v) for k, v in args.p}, budget=args.budget,
                 n_jobs=args.jobs, scheduler=args.scheduler, grids=args.grids, max_cell_s=args.max_cell_seconds,
+                where=dict(_key_value(text) for text in args.where or ()) or None,
                 plan_only=args.plan, recompute=args.recompute)
         except ChapterFailed as exc:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
@@ -1080,7 +1137,8 @@ def main(argv: list[str] | None = None) -> int:
             for problem in report["problems"]:
                 print(f"[explainopt]   not read: {problem}")
     elif args.command == "revalidate":
-        reports = revalidate(args.only, args.scale, fraction=args.fraction, minimum=args.minimum, n_jobs=args.jobs)
+        reports = revalidate(args.only, args.scale, recompute_under=args.recompute_under, fraction=args.fraction,
+                             minimum=args.minimum, n_jobs=args.jobs)
         return 1 if any(r["differs"] for r in reports) else 0
     elif args.command == "student":
         copy = prepare_student_copy(args.chapter)
