@@ -224,8 +224,8 @@ def test_notes_and_exception_tables_read_empty_frames():
 # --------------------------------------------------------------------------- trends
 
 def _summary(times: dict) -> pd.DataFrame:
-    """A summary with time_all per (model, dataset, norm, rho)."""
-    return pd.DataFrame([dict(model=m, dataset=d, norm=n, rho=r, time_all=t, iterations_all=1.0)
+    """A summary with time_all per (model, dataset, norm, rho), and as many iterations as seconds."""
+    return pd.DataFrame([dict(model=m, dataset=d, norm=n, rho=r, time_all=t, iterations_all=t)
                          for (m, d, n, r), t in times.items()])
 
 
@@ -262,9 +262,9 @@ def test_a_matched_share_compares_the_means_over_the_same_factuals():
     mean the smaller one."""
     rows = []
     for d in ("banknote", "diabetes", "ionosphere"):
-        rows += [_row(dataset=d, rho=0.05, index=i, time=2.0) for i in (0, 1)]
-        rows += [_row(dataset=d, rho=0.01, index=i, time=2.1) for i in (0, 1)] + [_row(dataset=d, rho=0.01,
-                                                                                       index=2, time=0.01)]
+        rows += [_row(dataset=d, rho=0.05, index=i, time=2.0, iterations=4) for i in (0, 1)]
+        rows += [_row(dataset=d, rho=0.01, index=i, time=2.1, iterations=5) for i in (0, 1)] + [
+            _row(dataset=d, rho=0.01, index=2, time=0.01, iterations=1)]
     frame = _frame(*rows)
     summary = CH.summary_table(frame)
     assert CH.trend_checks(summary)["small_rho_faster"] == 1.0                  # means over 3 vs 2 factuals
@@ -386,7 +386,8 @@ def test_a_share_of_no_configurations_reads_n_a():
     """Audit D9: no "nan%"."""
     l2 = CH.claim_l2_slower({"l2_slower": math.nan, "l2_pairs": 0})
     rho = CH.claim_small_rho_faster({"small_rho_faster": math.nan, "rho_pairs": 0})
-    assert l2.ours == "l2 slower in n/a of 0 matched configurations" and "nan" not in rho.ours
+    assert l2.ours == "l2 needs more iterations in n/a of 0 matched configurations with unequal iterations (0 equal, left out)"
+    assert "nan" not in rho.ours and "nan" not in rho.why
 
 
 def test_claim_ours_valid():

@@ -108,21 +108,24 @@ def test_matched_share_of_chapter_2_ignores_unmatched_configurations():
     assert C2.matched_share(wide, 0.05, 0.01) == (0.0, 26, 0)
 
 
-def test_matched_share_of_chapter_2_leaves_timing_ties_out():
-    """Times the wall clock cannot order (within 0.5 s, or 25% of the shorter) are no evidence either way:
-    at the paper scale 34 of 40 l2/l-inf pairs were such ties (the linear model's 5-50 ms regions), and
-    they had decided 02-l2-slower at 55%."""
-    wide = pd.DataFrame({"linf": [0.01, 0.30, 10.0, 1.0, 0.1, 2.0, 100.0],
-                         "l2": [0.04, 0.10, 11.0, 1.6, 0.7, 3.0, 130.0]})
-    # ties: 30 ms apart; 0.2 s apart; 10% apart (1 s); 0.6 s apart but 60%: decisive; 0.6 s: decisive; ...
-    share, n, ties = C2.matched_share(wide, "linf", "l2")
-    assert (share, n, ties) == (1.0, 4, 3)
-    assert C2.matched_share(wide, "l2", "linf") == (0.0, 4, 3)
-    rule = C2.CLAIMS.rule("02-l2-slower")
-    assert f"within {C2.TIME_TIE_S:g} s or {C2.TIME_TIE_SHARE:.0%} of each other are a tie" in rule
-    few = C2.claim_l2_slower({"l2_slower": C2.matched_share(wide.iloc[:3], "linf", "l2")[0], "l2_pairs": 1,
-                              "l2_ties": 2})
-    assert few.verdict == "not run" and "(2 ties left out)" in few.ours
+def test_matched_share_of_chapter_2_leaves_ties_out_and_decides_on_iterations():
+    """Equal mean iterations are no evidence either way (the linear model's closed-form regions take 0 at both
+    norms). Iterations decide, not wall times: audit 28 found every paper-scale l2 cell computed on another
+    machine than its l-inf partner, and the same cell's time up to 9.2x apart between runs."""
+    wide = pd.DataFrame({"linf": [0.0, 2.0, 2.0, 3.0, 5.0], "l2": [0.0, 2.0, 4.0, 7.0, 6.0]})
+    assert C2.matched_share(wide, "linf", "l2") == (1.0, 3, 2)
+    assert C2.matched_share(wide, "l2", "linf") == (0.0, 3, 2)
+    summary = pd.DataFrame([dict(model="RF5", dataset=d, norm=n, rho=0.05, time_all=t, iterations_all=i)
+                            for d in ("banknote", "diabetes", "ionosphere")
+                            for n, t, i in (("linf", 9.0, 2.0), ("l2", 1.0, 5.0))])   # l2: more iterations, less time
+    checks = C2.trend_checks(summary)
+    assert (checks["l2_slower"], checks["l2_pairs"], checks["l2_slower_time"]) == (1.0, 3, 0.0)
+    claim = C2.claim_l2_slower(checks)
+    assert claim.verdict == "reproduced" and "100% of 3 matched configurations with unequal iterations" in claim.ours
+    assert "l2 slower in 0% of 3" in claim.why
+    ties = C2.trend_checks(summary.assign(iterations_all=2.0))
+    assert ties["l2_ties"] == 3 and C2.claim_l2_slower(ties).verdict == "not run"
+    assert C2.CLAIMS.rule("02-l2-slower", 3).startswith("at least 3 matched configurations with unequal iterations")
 
 
 # --------------------------------------------------------------------------- a number printed beside its bounds
@@ -250,3 +253,15 @@ def test_a_number_is_printed_on_the_side_of_its_bounds_that_it_lies_on():
     assert beside(0.996, ".1%", 0.99) == "99.6%"            # far from it: the format as asked
     assert beside(0.2500001, "+.1%", 0.0, 0.25) == "+25.00001%"
     assert beside(0.4996, ".2f", 0.5) == "0.4996"
+
+
+def test_a_claim_our_protocol_leaves_undecided_still_counts_its_evidence_once():
+    """Audit 28 D6: once the count left the reason (32d3d9d), a claim not run through `undecided_by` (book
+    03-convergence) said it nowhere; the deviation sentence now carries it."""
+    book = C2.CLAIMS
+    c = book.claim("02-l2-slower", ours="x", holds=True, evidence=2, minimum=3, undecided_by="our time cap")
+    assert c.verdict == NOT_RUN and c.why == ""
+    assert c.explanation == ("Deviation from the paper's protocol: our time cap, so the check cannot decide (2 of the 3 "
+                             "matched configurations with unequal iterations the rule needs were counted).")
+    enough = book.claim("02-l2-slower", ours="x", holds=None, evidence=3, minimum=3, undecided_by="our time cap")
+    assert enough.explanation == "Deviation from the paper's protocol: our time cap, so the check cannot decide."

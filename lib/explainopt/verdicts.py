@@ -140,11 +140,12 @@ def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = ""
     if c.verdict == REPRODUCED:
         return ""
     if c.verdict == NOT_RUN:
-        if undecided_by:
-            return f"Deviation from the paper's protocol: {undecided_by}, so the check cannot decide."
         counted = (f"{c.evidence} of the {c.minimum} {c.unit} the rule needs were counted" if c.evidence is not None
-                   and c.evidence < c.minimum else (c.why or "the check found no data"))
-        return f"Too little evidence: {counted}."
+                   and c.evidence < c.minimum else "")
+        if undecided_by:  # the count too, said nowhere else (audit 28 D6)
+            return (f"Deviation from the paper's protocol: {undecided_by}, so the check cannot decide"
+                    + (f" ({counted})." if counted else "."))
+        return f"Too little evidence: {counted or c.why or 'the check found no data'}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
     numbers = f"ours: {c.ours}; the paper: {c.paper}"  # the paper's text may be "new (no paper measures it)"
     if deviation:
