@@ -225,7 +225,7 @@ def test_notes_and_exception_tables_read_empty_frames():
 
 def _summary(times: dict) -> pd.DataFrame:
     """A summary with time_all per (model, dataset, norm, rho), and as many iterations as seconds."""
-    return pd.DataFrame([dict(model=m, dataset=d, norm=n, rho=r, time_all=t, iterations_all=t)
+    return pd.DataFrame([dict(model=m, dataset=d, norm=n, rho=r, time_all=t, iterations_all=t, early_stops=0)
                          for (m, d, n, r), t in times.items()])
 
 

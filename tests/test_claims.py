@@ -5,6 +5,8 @@
 import inspect
 from decimal import Decimal
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -104,8 +106,8 @@ def test_interval_above_and_below():
 def test_matched_share_of_chapter_2_ignores_unmatched_configurations():
     """Defect 2 of issue 26 stays fixed: a configuration without its partner is no evidence either way."""
     wide = pd.DataFrame({0.01: [1.0] * 26 + [np.nan] * 27, 0.05: [2.0] * 26 + [3.0] * 27})
-    assert C2.matched_share(wide, 0.01, 0.05) == (1.0, 26, 0)
-    assert C2.matched_share(wide, 0.05, 0.01) == (0.0, 26, 0)
+    assert C2.matched_share(wide, 0.01, 0.05) == (1.0, 26, 0, 0)
+    assert C2.matched_share(wide, 0.05, 0.01) == (0.0, 26, 0, 0)
 
 
 def test_matched_share_of_chapter_2_leaves_ties_out_and_decides_on_iterations():
@@ -113,9 +115,9 @@ def test_matched_share_of_chapter_2_leaves_ties_out_and_decides_on_iterations():
     norms). Iterations decide, not wall times: audit 28 found every paper-scale l2 cell computed on another
     machine than its l-inf partner, and the same cell's time up to 9.2x apart between runs."""
     wide = pd.DataFrame({"linf": [0.0, 2.0, 2.0, 3.0, 5.0], "l2": [0.0, 2.0, 4.0, 7.0, 6.0]})
-    assert C2.matched_share(wide, "linf", "l2") == (1.0, 3, 2)
-    assert C2.matched_share(wide, "l2", "linf") == (0.0, 3, 2)
-    summary = pd.DataFrame([dict(model="RF5", dataset=d, norm=n, rho=0.05, time_all=t, iterations_all=i)
+    assert C2.matched_share(wide, "linf", "l2") == (1.0, 3, 2, 0)
+    assert C2.matched_share(wide, "l2", "linf") == (0.0, 3, 2, 0)
+    summary = pd.DataFrame([dict(model="RF5", dataset=d, norm=n, rho=0.05, time_all=t, iterations_all=i, early_stops=0)
                             for d in ("banknote", "diabetes", "ionosphere")
                             for n, t, i in (("linf", 9.0, 2.0), ("l2", 1.0, 5.0))])   # l2: more iterations, less time
     checks = C2.trend_checks(summary)
@@ -126,6 +128,21 @@ def test_matched_share_of_chapter_2_leaves_ties_out_and_decides_on_iterations():
     ties = C2.trend_checks(summary.assign(iterations_all=2.0))
     assert ties["l2_ties"] == 3 and C2.claim_l2_slower(ties).verdict == "not run"
     assert C2.CLAIMS.rule("02-l2-slower", 3).startswith("at least 3 matched configurations with unequal iterations")
+
+
+def test_a_pair_whose_side_with_fewer_iterations_stopped_early_is_undecided():
+    """Audit 28b D1: a stopped instance's iterations are cut short by the time limit (a lower bound). l-inf
+    stopped after 1 iteration at 8 s while l2 converged in 2 within 1 s read as "l2 needs more iterations";
+    a stop on the side with more iterations still decides (the bound only grows)."""
+    summary = pd.DataFrame([dict(model="RF5", dataset=d, norm=n, rho=0.05, time_all=t, iterations_all=i, early_stops=e)
+                            for d in ("banknote", "diabetes", "ionosphere")
+                            for n, t, i, e in (("linf", 8.0, 1.0, 1), ("l2", 1.0, 2.0, 0))])
+    checks = C2.trend_checks(summary)
+    assert (checks["l2_pairs"], checks["l2_undecided"]) == (0, 3) and math.isnan(checks["l2_slower"])
+    claim = C2.claim_l2_slower(checks)
+    assert claim.verdict == "not run" and "3 undecided by an early stop" in claim.ours and "(3 here)" in claim.why
+    l2_stopped = C2.trend_checks(summary.assign(early_stops=lambda t: (t["norm"] == "l2").astype(int)))
+    assert (l2_stopped["l2_slower"], l2_stopped["l2_pairs"], l2_stopped["l2_undecided"]) == (1.0, 3, 0)
 
 
 # --------------------------------------------------------------------------- a number printed beside its bounds

@@ -44,7 +44,7 @@ from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
 from ..reporting import Claim, every, missing
-from ..verdicts import ClaimBook, beside, matched_pairs, share_of_matched_pairs
+from ..verdicts import ClaimBook, beside, share_of_matched_pairs
 from . import paper_table, solver_key
 
 CHAPTER = "02"
@@ -503,15 +503,22 @@ TRENDS = ("complexity_ratio", "features_ratio", "l2_slower", "small_rho_faster",
 MIN_MATCHED = 3
 
 
-def matched_share(wide: pd.DataFrame, better, worse) -> tuple[float, int, int]:
+def matched_share(wide: pd.DataFrame, better, worse, stopped: pd.DataFrame | None = None) -> tuple[float, int, int, int]:
     """Share of the rows of `wide` where column `better` is below column `worse`, over the rows that have
-    both (a configuration with one side missing is no evidence either way) and differ (equal: a tie, no
-    evidence either way), how many those decisive rows are (the share is NaN below :data:`MIN_MATCHED`), and
-    how many ties were left out."""
-    a, b = matched_pairs(wide[better], wide[worse])
+    both (a configuration with one side missing is no evidence either way) and are decisive; how many those
+    are (the share is NaN below :data:`MIN_MATCHED`); how many ties (equal values) and how many undecided
+    rows were left out. `stopped` (same shape, optional): whether a side holds an early stop, whose value
+    (iterations cut short by the time limit) is only a lower bound; a row whose smaller side holds one is
+    undecided (audit 28b D1: a book-scale l-inf stop after 1 iteration beat l2's 2 to convergence)."""
+    rows = pd.DataFrame({"a": wide[better], "b": wide[worse]}).dropna()
+    stop_a, stop_b = ((stopped[c].reindex(rows.index).fillna(0) > 0).to_numpy() if stopped is not None
+                      else np.zeros(len(rows), bool) for c in (better, worse))
+    a, b = rows["a"].to_numpy(float), rows["b"].to_numpy(float)
     tie = np.isclose(a, b)
-    share, n = share_of_matched_pairs(a[~tie], b[~tie], MIN_MATCHED, better=np.less)
-    return share, n, int(tie.sum())
+    undecided = ~tie & (((a < b) & stop_a) | ((b < a) & stop_b))
+    decisive = ~tie & ~undecided
+    share, n = share_of_matched_pairs(a[decisive], b[decisive], MIN_MATCHED, better=np.less)
+    return share, n, int(tie.sum()), int(undecided.sum())
 
 
 #: The two settings a matched-configuration share compares, per setting varied (better first).
@@ -552,14 +559,16 @@ def trend_checks(summary: pd.DataFrame, frame: pd.DataFrame | None = None) -> di
     of each family those ratios compared; features_ratio: median over (model,
     norm, rho) of mean time on ionosphere (34 features)
     over banknote (4); l2_slower / small_rho_faster: share of matched configurations (both computed:
-    :func:`matched_share`, their number in l2_pairs / rho_pairs, the ties left out in l2_ties / rho_ties)
-    where l2 needs more iterations than linf / rho=0.01 fewer than rho=0.05 (mean iterations over all
-    instances, early stops at their count; with the instance rows `frame`, over the factuals computed at
-    both settings, :func:`matched_instances`); l2_slower_time / small_rho_faster_time (and _time_pairs): the
-    same share by mean wall time, every matched pair counted. Iterations decide: no machine or load changes
-    them, while the store's cells come from several machines, and 79 cells stored at both scales (the same
-    factual, iterations and distance) took times a median 2.3x apart, up to 9.2x (audit 28)."""
+    :func:`matched_share`, their number in l2_pairs / rho_pairs, the ties left out in l2_ties / rho_ties,
+    the pairs left undecided by an early stop in l2_undecided / rho_undecided) where l2 needs more
+    iterations than linf / rho=0.01 fewer than rho=0.05 (mean iterations over all instances; with the
+    instance rows `frame`, over the factuals computed at both settings, :func:`matched_instances`);
+    l2_slower_time / small_rho_faster_time (and _time_pairs): the same share by mean wall time, every matched
+    pair counted. Iterations decide: no machine or load changes those of a converged instance, while the
+    store's cells come from several machines, and 79 cells stored at both scales (the same factual,
+    iterations and distance) took times a median 2.3x apart, up to 9.2x (audit 28)."""
     out = {**dict.fromkeys(TRENDS, math.nan), "l2_pairs": 0, "rho_pairs": 0, "l2_ties": 0, "rho_ties": 0,
+           "l2_undecided": 0, "rho_undecided": 0,
            "l2_slower_time": math.nan, "small_rho_faster_time": math.nan, "l2_slower_time_pairs": 0,
            "small_rho_faster_time_pairs": 0, "largest_models": []}
     if summary.empty:
@@ -588,13 +597,16 @@ def trend_checks(summary: pd.DataFrame, frame: pd.DataFrame | None = None) -> di
             feat.append(by["ionosphere"] / by["banknote"])
     if feat:
         out["features_ratio"] = float(pd.Series(feat).median())
+    across_key = {"norm": "l2", "rho": "rho"}
     for across, share, pairs, ties in (("norm", "l2_slower", "l2_pairs", "l2_ties"),
                                        ("rho", "small_rho_faster", "rho_pairs", "rho_ties")):
         matched = s if frame is None else summary_table(matched_instances(frame, across))
         if len(matched) and set(MATCHED_SETTINGS[across]) <= set(matched[across]):
             index = [k for k in ("model", "dataset", "norm", "rho") if k != across]
-            wide = {v: matched.pivot_table(index=index, columns=across, values=v) for v in ("iterations_all", "time_all")}
-            out[share], out[pairs], out[ties] = matched_share(wide["iterations_all"], *MATCHED_SETTINGS[across])
+            wide = {v: matched.pivot_table(index=index, columns=across, values=v)
+                    for v in ("iterations_all", "time_all", "early_stops")}
+            out[share], out[pairs], out[ties], out[f"{across_key[across]}_undecided"] = matched_share(
+                wide["iterations_all"], *MATCHED_SETTINGS[across], stopped=wide["early_stops"])
             better, worse = (wide["time_all"][setting] for setting in MATCHED_SETTINGS[across])
             out[f"{share}_time"], out[f"{share}_time_pairs"] = share_of_matched_pairs(better, worse, MIN_MATCHED)
     return out
@@ -699,11 +711,15 @@ def _matched_claim(claim_id: str, checks: dict, setting: str, what: str, by_time
     iterations differ (:func:`trend_checks`: `setting`'s pairs and ties); the wall-time share beside it."""
     share_key = {"l2": "l2_slower", "rho": "small_rho_faster"}[setting]
     share, pairs, ties = checks[share_key], checks[f"{setting}_pairs"], checks.get(f"{setting}_ties", 0)
+    undecided = checks.get(f"{setting}_undecided", 0)
     time_share, time_pairs = checks.get(f"{share_key}_time", math.nan), checks.get(f"{share_key}_time_pairs", 0)
+    left_out = f"{ties} equal" + (f", {undecided} undecided by an early stop" if undecided else "")
     return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share, 0.5)} of {pairs} matched configurations with "
-                                       f"unequal iterations ({ties} equal, left out)",
+                                       f"unequal iterations ({left_out}, left out)",
                         holds=None if missing(share) else share > 0.5, evidence=pairs, minimum=MIN_MATCHED,
-                        why=f"iterations decide (wall time moves with the machine and its load); by wall time, "
+                        why=f"iterations decide (wall time moves with the machine and its load); an instance stopped "
+                            f"at the time limit has only a lower bound on its iterations, so a configuration whose "
+                            f"side with fewer iterations holds one is undecided ({undecided} here); by wall time, "
                             f"{by_time} in {_share_text(time_share, 0.5)} of {time_pairs} matched configurations; needs "
                             f"at least {MIN_MATCHED} configurations computed {matched} with unequal mean iterations")
 
