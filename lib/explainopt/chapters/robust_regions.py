@@ -717,11 +717,10 @@ def _matched_claim(claim_id: str, checks: dict, setting: str, what: str, by_time
     return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share, 0.5)} of {pairs} matched configurations with "
                                        f"unequal iterations ({left_out}, left out)",
                         holds=None if missing(share) else share > 0.5, evidence=pairs, minimum=MIN_MATCHED,
-                        why=f"iterations decide (wall time moves with the machine and its load); an instance stopped "
-                            f"at the time limit has only a lower bound on its iterations, so a configuration whose "
-                            f"side with fewer iterations holds one is undecided ({undecided} here); by wall time, "
-                            f"{by_time} in {_share_text(time_share, 0.5)} of {time_pairs} matched configurations; needs "
-                            f"at least {MIN_MATCHED} configurations computed {matched} with unequal mean iterations")
+                        why=f"by wall time, which the machine and its load move, {by_time} in "
+                            f"{_share_text(time_share, 0.5)} of {time_pairs} matched configurations computed {matched}"
+                            + (f"; {undecided} undecided: the side with fewer iterations holds an instance stopped at "
+                               f"the time limit, whose iterations are only a lower bound" if undecided else ""))
 
 
 def _percent(frame: pd.DataFrame, column: str) -> float:
