@@ -118,6 +118,13 @@ class ChapterRun:
         self.record([r for r in results if isinstance(r, dict)])
         return results
 
+    def machines(self, grid: Grid) -> list[str | None]:
+        """The machine each cell of `grid` was computed on (its provenance: system, processor, cores; None
+        where not stored), so that a chapter compares wall times only between cells of one machine."""
+        cache = chapter_cache(self.chapter, self.scale)
+        cells = [cache.get(grid.func, config) for config in grid.configs]
+        return [None if cell is None else cell["provenance"].get("machine") for cell in cells]
+
     def not_computed(self, what: str) -> Markdown:
         """The sentence a chapter shows instead of `what` (a figure, a table) whose cells are missing: at the
         paper scale, the command that computes them into the results store."""
