@@ -354,7 +354,8 @@ def test_one_plausibility_benchmark_faster_than_naive_decides_beside_a_missing_r
 def test_a_dominated_share_below_90_percent_does_not_print_as_90(monkeypatch):
     """Audit 7 E8: chapter 5's numbers printed on the wrong side of their bounds."""
     monkeypatch.setattr(CH, "dominated_share", lambda points: 43 / 48)
-    points = pd.DataFrame({"dataset": "COMPAS", "label": "1-LOF", "distance": 0.1, "rate": 0.5, "n": [100] * 48})
+    points = pd.DataFrame({"dataset": "COMPAS", "label": ["Direct-SAA"] + ["1-LOF"] * 48, "distance": 0.1, "rate": 0.5,
+                           "n": 100})
     c = CH.claim_dominance(points)   # a points frame as benchmark_points gives it (audit 26c D2: the reason reads it)
     assert c.verdict == DIFFERS and not c.ours.startswith("90%")
 
@@ -369,10 +370,18 @@ def test_dominance_waits_while_points_on_too_few_counterfactuals_could_still_car
     few = far.assign(dataset="Adult", n=5)
     saa_few = saa.assign(dataset="Adult", n=5)
     open_ = CH.claim_dominance(pd.concat([saa, far, near, saa_few, *[few] * 10], ignore_index=True))
-    assert open_.verdict == NOT_RUN and "could still carry the pooled share across 90%" in open_.why
+    assert open_.verdict == NOT_RUN and "could carry the pooled share across 90%" in open_.why
     assert "50% of 12" in open_.ours
     closed = CH.claim_dominance(pd.concat([saa, far, near, saa_few, few], ignore_index=True))   # 6 unknown: at most 12 of 18
     assert closed.verdict == DIFFERS
+    # audit 28c D2: a protocol dataset without any benchmark point yet counts as open as the others' points
+    assert CH.claim_dominance(pd.concat([saa, far, near, saa_few, few], ignore_index=True),
+                              datasets=["COMPAS", "Adult", "Spambase"]).verdict == DIFFERS     # at most 24 of 30
+    all_far = pd.concat([saa, far, far], ignore_index=True)
+    assert CH.claim_dominance(all_far).verdict == REPRODUCED
+    assert CH.claim_dominance(all_far, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN     # 12 of 24 at least
+    # audit 28c D3: benchmark points with no SAA point of 30 counterfactuals in their dataset are not judged yet
+    assert CH.claim_dominance(pd.concat([saa.assign(n=5), far], ignore_index=True)).verdict == NOT_RUN
 
 
 def test_chapter_5_numbers_print_on_their_side_of_the_bounds():
@@ -827,7 +836,7 @@ def test_dominance_names_the_benchmark_points_no_saa_point_can_dominate():
     counterfactual) cannot be strictly dominated; the reason counts such points."""
     near = CH.claim_dominance(_points(0.05, 0.8))
     assert near.verdict == DIFFERS
-    assert "1 of them lie no farther than every SAA point of their dataset" in near.why
+    assert "1 of the counted points lie no farther than every SAA point of their dataset" in near.why
     assert CH.closest_benchmark_points(_points(0.1, 0.8)) == 1            # a tie in distance counts
     assert "no farther" not in CH.claim_dominance(_points(0.2, 0.8)).why
     assert CH.closest_benchmark_points(_points(0.05, 0.8, n=5)) == 0       # too few counterfactuals: not counted
@@ -1040,7 +1049,7 @@ def test_dominance_reads_a_distance_tie_up_to_rounding_as_a_tie():
     assert tie.distance[1] > tie.distance[0]                                 # farther, but only by rounding
     assert CH.closest_benchmark_points(tie) == 1
     assert CH.dominated_share(tie) == 0.0
-    assert "1 of them lie no farther than every SAA point" in CH.claim_dominance(tie).why
+    assert "1 of the counted points lie no farther than every SAA point" in CH.claim_dominance(tie).why
     assert CH.dominated_share(_points(0.1 + 1e-6, 0.8)) == 1.0               # a real gap still dominates
     assert CH.closest_benchmark_points(_points(0.1 + 1e-6, 0.8)) == 0
 
@@ -1058,7 +1067,13 @@ def test_a_benchmark_time_ratio_compares_solves_of_one_machine_only():
     unpaired = CH.benchmark_time_ratio(times.drop(columns="machine"))
     assert unpaired.loc["COMPAS", ["ratio", "factuals", "other_machine"]].tolist() == [1.25, 2, 0]
     claim = CH.claim_benchmark_time(ratio, min_factuals=1)
-    assert claim.verdict == REPRODUCED and "ran on different machines" in claim.why and "COMPAS 1 factuals" in claim.why
+    assert claim.verdict == REPRODUCED and "do not carry one machine's stamp" in claim.why and "COMPAS 1 factuals" in claim.why
+    # audit 28c J1: cells without a machine pair with nothing; D1: a dataset without a ratio decides nothing
+    unknown = CH.benchmark_time_ratio(times.assign(machine=None))
+    assert unknown.loc["COMPAS", ["factuals", "other_machine"]].tolist() == [0, 2]
+    assert math.isnan(unknown.loc["COMPAS", "ratio"]) and CH.claim_benchmark_time(unknown, min_factuals=1).verdict == NOT_RUN
+    zero = CH.benchmark_time_ratio(times.assign(solve_time=[0.0, 2.0, 0.0, 0.5], machine="AMD EPYC"))
+    assert math.isnan(zero.loc["COMPAS", "ratio"]) and CH.claim_benchmark_time(zero, min_factuals=1).verdict == NOT_RUN
     frame = CH.simulation_frame([[{"dataset": "COMPAS"}], None, [{"dataset": "Adult"}]], ["AMD EPYC", None, "Intel Xeon"])
     assert frame["machine"].tolist() == ["AMD EPYC", "Intel Xeon"]
 
