@@ -282,3 +282,13 @@ def test_a_claim_our_protocol_leaves_undecided_still_counts_its_evidence_once():
                              "matched configurations with unequal iterations the rule needs were counted).")
     enough = book.claim("02-l2-slower", ours="x", holds=None, evidence=3, minimum=3, undecided_by="our time cap")
     assert enough.explanation == "Deviation from the paper's protocol: our time cap, so the check cannot decide."
+
+
+def test_the_verdict_table_does_not_repeat_a_reason_the_explanation_quotes():
+    """Read on the built page (stop 38): a claim not run on its check's own reason (05-dominance, enough
+    points but the pooled share still open) showed that reason twice, in bold and again below."""
+    c = C2.CLAIMS.claim("02-l2-slower", ours="x", holds=None, evidence=5, minimum=3, why="the share is still open")
+    assert c.explanation == "Too little evidence: the share is still open."
+    table = verdicts.verdict_table([c])
+    assert table.html.count("the share is still open") == 2   # the row's explanation and the list under the table
+    assert "the share is still open; Rule" not in table.markdown

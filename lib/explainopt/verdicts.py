@@ -237,11 +237,17 @@ def claim_key(c: reporting.Claim | dict) -> str:
 VERDICT_TABLE_COLUMNS = {"Id": 9, "Claim": 24, "Paper": 14, "Ours": 17, "Verdict": 9, "Why": 27}
 
 
+def _why_beside(c: DeclaredClaim) -> str:
+    """The check's reason where the explanation does not already say it (a claim not run on the check's own
+    reason quotes it whole)."""
+    return "" if not c.why or c.why in (c.explanation or "") else c.why
+
+
 def _why_cell(c: DeclaredClaim) -> str:
     """The Why cell of a claim's row (HTML): the explanation of a verdict that is not reproduced, the check's
     reason, and the evidence rule with the cells it counted."""
     parts = [f"<strong>{html.escape(c.explanation)}</strong>"] if c.explanation else []
-    parts += [html.escape(c.why)] if c.why else []
+    parts += [html.escape(c.why)] if _why_beside(c) else []
     if c.rule:
         counted = f" ({c.evidence} counted)" if c.evidence is not None else ""
         parts.append(f"<small>Rule: {html.escape(c.rule)}{html.escape(counted)}</small>")
@@ -265,7 +271,7 @@ def verdict_table(claims: list[DeclaredClaim]) -> Rendered:
     body = reporting.html_table(VERDICT_TABLE_COLUMNS, rows, row_ids=[reporting.claim_anchor(c.claim) for c in claims],
                                 table_id="verdicts")
     table = pd.DataFrame([[c.id or str(k), c.claim, c.paper, c.ours, c.verdict,
-                           "; ".join(p for p in (c.explanation, c.why, c.rule and f"Rule: {c.rule}") if p)]
+                           "; ".join(p for p in (c.explanation, _why_beside(c), c.rule and f"Rule: {c.rule}") if p)]
                           for k, c in enumerate(claims, 1)], columns=list(VERDICT_TABLE_COLUMNS))
     markdown = reporting.markdown_table(table)
     notes = [c for c in claims if c.explanation]
