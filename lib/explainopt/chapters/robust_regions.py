@@ -524,6 +524,9 @@ def matched_share(wide: pd.DataFrame, better, worse, stopped: pd.DataFrame | Non
 #: The two settings a matched-configuration share compares, per setting varied (better first).
 MATCHED_SETTINGS = {"norm": ("linf", "l2"), "rho": (0.01, 0.05)}
 
+#: Per setting varied, the prefix of its counts in :func:`trend_checks` (``l2_pairs``, ...) and its share's name.
+MATCHED_KEYS = {"norm": ("l2", "l2_slower"), "rho": ("rho", "small_rho_faster")}
+
 
 def matched_instances(frame: pd.DataFrame, across: str) -> pd.DataFrame:
     """The instance rows of `frame` computed at both settings of `across` (:data:`MATCHED_SETTINGS`) for the
@@ -567,10 +570,10 @@ def trend_checks(summary: pd.DataFrame, frame: pd.DataFrame | None = None) -> di
     pair counted. Iterations decide: no machine or load changes those of a converged instance, while the
     store's cells come from several machines, and 79 cells stored at both scales (the same factual,
     iterations and distance) took times a median 2.3x apart, up to 9.2x (audit 28)."""
-    out = {**dict.fromkeys(TRENDS, math.nan), "l2_pairs": 0, "rho_pairs": 0, "l2_ties": 0, "rho_ties": 0,
-           "l2_undecided": 0, "rho_undecided": 0,
-           "l2_slower_time": math.nan, "small_rho_faster_time": math.nan, "l2_slower_time_pairs": 0,
-           "small_rho_faster_time_pairs": 0, "largest_models": []}
+    out = {**dict.fromkeys(TRENDS, math.nan), "largest_models": []}
+    for prefix, share in MATCHED_KEYS.values():
+        out.update({f"{prefix}_pairs": 0, f"{prefix}_ties": 0, f"{prefix}_undecided": 0, f"{share}_time": math.nan,
+                    f"{share}_time_pairs": 0})
     if summary.empty:
         return out
     s = summary.copy()
@@ -597,15 +600,13 @@ def trend_checks(summary: pd.DataFrame, frame: pd.DataFrame | None = None) -> di
             feat.append(by["ionosphere"] / by["banknote"])
     if feat:
         out["features_ratio"] = float(pd.Series(feat).median())
-    across_key = {"norm": "l2", "rho": "rho"}
-    for across, share, pairs, ties in (("norm", "l2_slower", "l2_pairs", "l2_ties"),
-                                       ("rho", "small_rho_faster", "rho_pairs", "rho_ties")):
+    for across, (prefix, share) in MATCHED_KEYS.items():
         matched = s if frame is None else summary_table(matched_instances(frame, across))
         if len(matched) and set(MATCHED_SETTINGS[across]) <= set(matched[across]):
             index = [k for k in ("model", "dataset", "norm", "rho") if k != across]
             wide = {v: matched.pivot_table(index=index, columns=across, values=v)
                     for v in ("iterations_all", "time_all", "early_stops")}
-            out[share], out[pairs], out[ties], out[f"{across_key[across]}_undecided"] = matched_share(
+            out[share], out[f"{prefix}_pairs"], out[f"{prefix}_ties"], out[f"{prefix}_undecided"] = matched_share(
                 wide["iterations_all"], *MATCHED_SETTINGS[across], stopped=wide["early_stops"])
             better, worse = (wide["time_all"][setting] for setting in MATCHED_SETTINGS[across])
             out[f"{share}_time"], out[f"{share}_time_pairs"] = share_of_matched_pairs(better, worse, MIN_MATCHED)
@@ -697,7 +698,7 @@ def claim_iterations_complexity(checks: dict, paper: dict | None = None) -> Clai
 
 def claim_l2_slower(checks: dict) -> Claim:
     """Ball uncertainty takes longer than box uncertainty in most matched configurations."""
-    return _matched_claim("02-l2-slower", checks, "l2", "l2 needs more iterations", "l2 slower", "at both norms")
+    return _matched_claim("02-l2-slower", checks, "norm", "l2 needs more iterations", "l2 slower", "at both norms")
 
 
 def claim_small_rho_faster(checks: dict) -> Claim:
@@ -706,12 +707,13 @@ def claim_small_rho_faster(checks: dict) -> Claim:
                           "at both radii")
 
 
-def _matched_claim(claim_id: str, checks: dict, setting: str, what: str, by_time: str, matched: str) -> Claim:
+def _matched_claim(claim_id: str, checks: dict, across: str, what: str, by_time: str, matched: str) -> Claim:
     """A claim that holds where `what` is true in more than half of the matched configurations whose mean
-    iterations differ (:func:`trend_checks`: `setting`'s pairs and ties); the wall-time share beside it."""
-    share_key = {"l2": "l2_slower", "rho": "small_rho_faster"}[setting]
-    share, pairs, ties = checks[share_key], checks[f"{setting}_pairs"], checks.get(f"{setting}_ties", 0)
-    undecided = checks.get(f"{setting}_undecided", 0)
+    iterations differ (:func:`trend_checks`, the setting varied `across`: its pairs, ties and undecided
+    pairs, :data:`MATCHED_KEYS`); the wall-time share beside it."""
+    prefix, share_key = MATCHED_KEYS[across]
+    share, pairs, ties = checks[share_key], checks[f"{prefix}_pairs"], checks.get(f"{prefix}_ties", 0)
+    undecided = checks.get(f"{prefix}_undecided", 0)
     time_share, time_pairs = checks.get(f"{share_key}_time", math.nan), checks.get(f"{share_key}_time_pairs", 0)
     left_out = f"{ties} equal" + (f", {undecided} undecided by an early stop" if undecided else "")
     return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share, 0.5)} of {pairs} matched configurations with "
