@@ -764,7 +764,7 @@ def closest_benchmark_points(points, *, min_n: int = MIN_PER_POINT) -> int:
     their dataset (up to :data:`DISTANCE_TIE`): no SAA point can dominate them strictly (a 1-LOF point that keeps
     naive's counterfactual does so by construction, every SAA threshold being at least naive's; audit 26b J1)."""
     return sum(int((bench.distance <= saa.distance.min() + DISTANCE_TIE).sum())
-               for saa, bench in _saa_and_benchmarks(points, min_n=min_n) if len(saa))
+               for saa, bench in _saa_and_benchmarks(points, min_n=min_n))
 
 
 def _saa_and_benchmarks(points, *, min_n: int):
