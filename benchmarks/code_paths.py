@@ -64,7 +64,11 @@ for line in sys.stdin:
     func = experiments.resolve_function(job["function"])
     cell = next(c for c in store.cells(func) if c["key"] == job["key"])
     start = time.perf_counter()
-    again = experiments.stored_form(func(**cell["provenance"]["config"]))
+    try:
+        again = experiments.stored_form(func(**cell["provenance"]["config"]))
+    except Exception as error:  # e.g. a solver this machine lacks: that cell is not checked, the others are
+        print(json.dumps({**job, "error": f"{type(error).__name__}: {error}", "code_paths": code_paths()}), flush=True)
+        continue
     print(json.dumps({**job, "deviation": deviation(cell["result"], again), "seconds": time.perf_counter() - start,
                       "code_paths": code_paths()}), flush=True)
 """
@@ -94,7 +98,9 @@ def run(jobs: list[dict], environment: dict) -> list[dict]:
     unset = {"NPY_DISABLE_CPU_FEATURES", "EXPLAINOPT_CODE_PATHS", *CODE_PATHS}
     env = {k: v for k, v in os.environ.items() if k not in unset}
     out = subprocess.run([sys.executable, "-c", WORKER], input="".join(json.dumps(j) + "\n" for j in jobs),
-                         env={**env, **environment}, capture_output=True, text=True, check=True)
+                         env={**env, **environment}, capture_output=True, text=True)
+    if out.returncode:
+        raise RuntimeError(f"the worker stopped (exit {out.returncode}):\n{out.stderr[-3000:]}")
     return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
 
 
@@ -110,23 +116,35 @@ def main(argv=None) -> int:
     if args.quick:
         args.per_function, args.max_seconds = 1, 10.0
     jobs = draw(args.chapters, args.per_function, args.max_seconds, args.seed)
+    if not jobs:
+        print(f"no stored cell of at most {args.max_seconds:g} s to draw (raise --max-seconds)")
+        return 0
     rows = []
     for name in args.paths:
         for result in run(jobs, PATHS[name]):
             rows.append({"path": name, "chapter": result["chapter"], "function": result["function"].rpartition(".")[2],
-                         "deviation": result["deviation"], "blas": ", ".join(result["code_paths"]["blas"]),
-                         "seconds": result["seconds"]})
+                         "deviation": result.get("deviation", np.nan), "error": result.get("error"),
+                         "blas": ", ".join(result["code_paths"]["blas"]), "seconds": result.get("seconds")})
     table = pd.DataFrame(rows)
-    from explainopt.experiments import TOLERANCE
-
-    summary = table.pivot_table(index=["chapter", "function"], columns="path", values="deviation", aggfunc="max")
-    summary["cells"] = table.groupby(["chapter", "function"])["deviation"].size() // len(args.paths)
-    worst = summary[args.paths].max(axis=1)
-    summary["verdict"] = np.where(worst == 0, "bitwise", np.where(worst <= TOLERANCE, "within tolerance",
-                                                                   "machine-dependent"))
-    print(summary.to_string(float_format=lambda v: f"{v:.1e}"))
+    print(summary(table, args.paths).to_string(float_format=lambda v: f"{v:.1e}"))
+    for error, cells in table.dropna(subset=["error"]).groupby("error"):
+        print(f"\nnot checked, {len(cells)} cell(s) of {', '.join(sorted(set(cells['function'])))}: {error}")
     print("\nBLAS kernels per path:", table.groupby("path")["blas"].first().to_dict())
     return 0
+
+
+def summary(table: pd.DataFrame, paths: list[str]) -> pd.DataFrame:
+    """Largest deviation per cell function and path, the cells checked, and the verdict; a function none of
+    whose cells could be computed here (an error in every one) reads *not checked*."""
+    from explainopt.experiments import TOLERANCE
+
+    groups = ["chapter", "function"]
+    out = table.groupby([*groups, "path"])["deviation"].max().unstack("path").reindex(columns=paths)
+    out["cells"] = table[table["error"].isna()].groupby(groups).size().reindex(out.index, fill_value=0) // len(paths)
+    worst = out[paths].max(axis=1)
+    out["verdict"] = np.select([out["cells"] == 0, worst == 0, worst <= TOLERANCE],
+                               ["not checked", "bitwise", "within tolerance"], "machine-dependent")
+    return out
 
 
 if __name__ == "__main__":
