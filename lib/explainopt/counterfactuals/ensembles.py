@@ -176,7 +176,8 @@ def binomial_interval(valid: int, n: int, *, level: float = 0.95) -> ValidityEst
     """Validity rate ``valid / n`` with the exact (Clopper-Pearson) binomial confidence interval.
 
     The interval treats the n counterfactuals as independent; those of one simulation share the two
-    forests, so it is somewhat optimistic (the chapter says so).
+    forests, so chapter 5 counts its simulations as clusters instead
+    (:func:`explainopt.chapters.robust_ensembles.clustered_interval`).
 
     Examples
     --------
