@@ -1124,8 +1124,9 @@ def test_clustered_interval_of_independent_counterfactuals_is_the_binomial_one()
     b = binomial_interval(20, 40)
     est, n_eff = CH.clustered_interval(np.tile([1, 0], 20), np.arange(40))
     assert n_eff == 40 and (est.low, est.high) == pytest.approx((b.low, b.high), rel=1e-12)
-    # one simulation: no variance between simulations to estimate
-    assert CH.clustered_interval([1, 0, 1], [7, 7, 7])[0] == binomial_interval(2, 3)
+    # one simulation: no variance between simulations to estimate, so it counts once (audit 39 D3)
+    est, n_eff = CH.clustered_interval([1, 0, 1], [7, 7, 7])
+    assert n_eff == 1 and est.low < binomial_interval(2, 3).low and est.high > binomial_interval(2, 3).high
 
 
 def test_few_simulations_widen_the_interval_even_where_they_agree():
@@ -1188,3 +1189,54 @@ def test_tables_show_the_clustered_interval_and_the_spambase_claim_reads_it():
     assert row["low [%]"] < 100 * binomial_interval(10, 30).low < 20 and row["high [%]"] > 60
     claim = CH.claim_spambase_naive(table)
     assert claim.verdict == PARTLY and f"interval {row['low [%]']:.0f}-{row['high [%]']:.0f}%" in claim.ours
+
+
+def test_a_rate_of_0_or_1_counts_each_simulation_once():
+    """Audit 39 D2: 200 of 200 valid in 40 simulations read 98-100%, as if the 200 were independent; with no
+    variance to estimate a design effect from, the simulations count once each."""
+    est, n_eff = CH.clustered_interval(np.ones(200), np.repeat(np.arange(40), 5))
+    assert n_eff == 40 and est.low == pytest.approx(0.025 ** (1 / 40)) and est.high == 1.0
+    est, n_eff = CH.clustered_interval(np.zeros(30), np.repeat(np.arange(6), 5))
+    assert n_eff == 6 and est.high == pytest.approx(1 - 0.025 ** (1 / 6)) and est.low == 0.0
+
+
+def test_simulations_of_two_datasets_are_two_clusters_each():
+    """Audit 39 D4: grouped across datasets, sim 0 of A and sim 0 of B are different simulations."""
+    rows = [dict(dataset=d, n_estimators=100, method="naive", status="optimal", sim=s, factual=f,
+                 valid_retrained=(d == "A") == (s == 0), distance=1.0, n_changed=1)
+            for d in "AB" for s in (0, 1) for f in range(5)]
+    table = CH.validity_table(pd.DataFrame(rows), ["method"])
+    assert table["simulations"].iloc[0] == 4 and table["n"].iloc[0] == 20
+
+
+def test_missing_validity_or_simulation_is_a_clear_error():
+    with pytest.raises(ValueError, match="NaN"):
+        CH.clustered_interval([1.0, np.nan], [0, 1])
+    with pytest.raises(ValueError, match="cluster"):
+        CH.clustered_interval([1, 0], [0, None])
+
+
+def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecided():
+    """Audit 39 D1: with 2 simulations even 10 of 10 valid reads an interval reaching 16%, so 05-large-forests
+    ("below 25%") could not read *differs*: undecided, saying why. With 3 simulations all valid it differs."""
+    def table3(valid_per_sim):
+        rows = [dict(dataset="Spambase", n_estimators=400, method="naive", status="optimal", sim=s, factual=f,
+                     valid_retrained=f < k, distance=1.0, n_changed=1)
+                for s, k in enumerate(valid_per_sim) for f in range(5)]
+        return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
+
+    two = CH.claim_large_forests(table3([5, 5]))
+    assert two.verdict == NOT_RUN and "only 2 simulations" in two.explanation and "in 2 simulations" in two.ours
+    assert CH.claim_large_forests(table3([5, 5, 5])).verdict == DIFFERS
+    assert CH.claim_large_forests(table3([0, 1, 0])).verdict == REPRODUCED
+    assert CH.claim_spambase_naive(table3([5, 5]).assign(dataset="Spambase")).verdict == NOT_RUN
+
+
+def test_the_evolving_table_compares_the_same_simulations_with_fixed_data():
+    """Audit 39 D6: the fixed-data column read all of Table 1's simulations, not the evolving data's."""
+    def rows(valid_by_sim):
+        return pd.DataFrame([dict(dataset="Adult", method="naive", status="optimal", sim=s, factual=f,
+                                  valid_retrained=v, distance=1.0, n_changed=1)
+                             for s, v in valid_by_sim.items() for f in range(5)])
+    table = CH.evolving_naive_table(rows({0: False, 1: True}), rows({0: True, 1: False, 2: True, 3: True}))
+    assert table.loc[0, "fixed data [%]"] == 50 and table.loc[0, "simulations"] == 2
