@@ -784,7 +784,7 @@ def test_the_verdicts_and_their_deviation_follow_the_table_that_decided():
     wce, robust = verdict(tuned, "04-wce-least-robust"), verdict(tuned, "04-baselines-robust")
     assert wce.verdict == REPRODUCED and robust.verdict == DIFFERS
     assert FIXED_DEVIATION not in robust.explanation
-    assert ("highest vr on 20 retrained networks disjoint from the 20 that evaluate (seeds 201… and 53…)"
+    assert ("highest vr on 20 retrained networks disjoint from the 20 that evaluate (seeds from 201 and from 53)"
             in robust.explanation)
     assert "adult 5, compas 5, give_me_some_credit 5, heloc 8 tuned factuals per data set (the paper: 50)" \
         in robust.explanation

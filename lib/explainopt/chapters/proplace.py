@@ -1309,7 +1309,7 @@ def tuned_deviation(tuned: pd.DataFrame, *, n_retrained: int) -> str:
     tuned factuals per data set, and the grids searched (:data:`TUNING`)."""
     n = ours(tuned).groupby("dataset", sort=False)["n"].min()
     return (f"every method runs at the setting of highest vr on {n_retrained} retrained networks disjoint from "
-            f"the {n_retrained} that evaluate (seeds {TUNING_SEEDS['both']}… and {TUNING_SEEDS['loo']}…), where the "
+            f"the {n_retrained} that evaluate (seeds from {TUNING_SEEDS['both']} and from {TUNING_SEEDS['loo']}), where the "
             "paper tunes for vr without naming its networks, grid or choice, on "
             + ", ".join(f"{ds} {int(v)}" for ds, v in n.items())
             + f" tuned factuals per data set (the paper: {SCALES['paper']['n_factuals']}), over the grids "
