@@ -1191,13 +1191,17 @@ def test_tables_show_the_clustered_interval_and_the_spambase_claim_reads_it():
     assert claim.verdict == PARTLY and f"interval {row['low [%]']:.0f}-{row['high [%]']:.0f}%" in claim.ours
 
 
-def test_a_rate_of_0_or_1_counts_each_simulation_once():
-    """Audit 39 D2: 200 of 200 valid in 40 simulations read 98-100%, as if the 200 were independent; with no
-    variance to estimate a design effect from, the simulations count once each."""
-    est, n_eff = CH.clustered_interval(np.ones(200), np.repeat(np.arange(40), 5))
-    assert n_eff == 40 and est.low == pytest.approx(0.025 ** (1 / 40)) and est.high == 1.0
-    est, n_eff = CH.clustered_interval(np.zeros(30), np.repeat(np.arange(6), 5))
-    assert n_eff == 6 and est.high == pytest.approx(1 - 0.025 ** (1 / 6)) and est.low == 0.0
+def test_a_rate_of_0_or_1_reads_no_wider_than_one_counterfactual_less():
+    """Audit 39b E2: counting each simulation once at a rate of 1 made 120 of 120 valid read 86-100% where 119 of
+    120 read 95-100%. At 0 or 1 the data show no variance: design effect 1, with the t scaling for the simulations."""
+    sims = np.repeat(np.arange(24), 5)
+    all_valid, n_eff = CH.clustered_interval(np.ones(120), sims)
+    one_less, _ = CH.clustered_interval(np.r_[0, np.ones(119)], sims)
+    assert n_eff == pytest.approx(120 * (stats.t.ppf(0.975, 119) / stats.t.ppf(0.975, 23)) ** 2)
+    assert all_valid.low >= one_less.low and all_valid.high == 1.0
+    none_valid, _ = CH.clustered_interval(np.zeros(120), sims)
+    one_more, _ = CH.clustered_interval(np.r_[1, np.zeros(119)], sims)
+    assert none_valid.high <= one_more.high and none_valid.low == 0.0
 
 
 def test_simulations_of_two_datasets_are_two_clusters_each():
@@ -1214,6 +1218,11 @@ def test_missing_validity_or_simulation_is_a_clear_error():
         CH.clustered_interval([1.0, np.nan], [0, 1])
     with pytest.raises(ValueError, match="cluster"):
         CH.clustered_interval([1, 0], [0, None])
+    # in a table, a row without its simulation would join the cluster named "nan" (audit 39b E5)
+    rows = pd.DataFrame({"dataset": "A", "method": "naive", "sim": [0, np.nan], "valid_retrained": [True, False],
+                         "distance": 1.0, "n_changed": 1})
+    with pytest.raises(ValueError, match="without their simulation"):
+        CH.validity_table(rows, ["method"])
 
 
 def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecided():
@@ -1226,7 +1235,8 @@ def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecide
         return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
 
     two = CH.claim_large_forests(table3([5, 5]))
-    assert two.verdict == NOT_RUN and "only 2 simulations" in two.explanation and "in 2 simulations" in two.ours
+    assert two.verdict == NOT_RUN and "only 2 simulations of the paper's 20" in two.explanation
+    assert "in 2 simulations" in two.ours
     assert CH.claim_large_forests(table3([5, 5, 5])).verdict == DIFFERS
     assert CH.claim_large_forests(table3([0, 1, 0])).verdict == REPRODUCED
     assert CH.claim_spambase_naive(table3([5, 5]).assign(dataset="Spambase")).verdict == NOT_RUN
@@ -1238,5 +1248,24 @@ def test_the_evolving_table_compares_the_same_simulations_with_fixed_data():
         return pd.DataFrame([dict(dataset="Adult", method="naive", status="optimal", sim=s, factual=f,
                                   valid_retrained=v, distance=1.0, n_changed=1)
                              for s, v in valid_by_sim.items() for f in range(5)])
-    table = CH.evolving_naive_table(rows({0: False, 1: True}), rows({0: True, 1: False, 2: True, 3: True}))
-    assert table.loc[0, "fixed data [%]"] == 50 and table.loc[0, "simulations"] == 2
+    table = CH.evolving_naive_table(rows({0: False, 1: True, 5: True}), rows({0: True, 1: False, 2: True, 3: True}))
+    # both columns on simulations 0 and 1 (audit 39b E4: the evolving side kept its simulation 5)
+    assert (table.loc[0, "fixed data [%]"], table.loc[0, "evolving data [%]"], table.loc[0, "simulations"]) == (50, 50, 2)
+
+
+@pytest.mark.parametrize("sizes", [(5, 5), (5, 1), (5, 5, 5), (5, 5, 1), (5, 1, 1), (3, 3, 3), (5, 5, 5, 1)])
+def test_a_below_bound_claim_is_left_undecided_exactly_when_no_outcome_reads_differs(sizes):
+    """Audit 39b E1: the gate of rate_below against brute force over every outcome of simulations of these sizes
+    (05-large-forests, below 25%): undecided on every outcome where none reads *differs*, decided on every outcome
+    where one can."""
+    import itertools
+
+    def table3(valid_per_sim):
+        rows = [dict(dataset="Spambase", n_estimators=400, method="naive", status="optimal", sim=s, factual=f,
+                     valid_retrained=f < k, distance=1.0, n_changed=1)
+                for s, (k, size) in enumerate(zip(valid_per_sim, sizes)) for f in range(size)]
+        return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
+
+    verdicts = {CH.claim_large_forests(table3(ks)).verdict
+                for ks in itertools.product(*(range(size + 1) for size in sizes))}
+    assert (DIFFERS in verdicts) == (NOT_RUN not in verdicts)

@@ -415,14 +415,12 @@ def clustered_interval(valid, clusters=None, *, level: float = 0.95) -> tuple[Va
     their effective number, and that number. The factuals of one simulation share its two forests, so they
     tend to be valid or invalid together: n such counterfactuals carry less than n independent ones. The
     design effect (Kish) is the cluster-robust variance of the rate, ``m/(m-1) sum_i (y_i - p n_i)^2 / n^2``
-    over m clusters, against the binomial ``p (1 - p) / n``, never below 1; the effective number ``n / deff``
-    is scaled by ``(t_{n-1} / t_{m-1})^2`` (quantiles of Student's t at the interval's level: a variance
-    estimated from m clusters is itself uncertain), as R's ``survey::svyciprop(method = "beta")``, but never
-    below ``n / max_i n_i``, about the number of clusters: the rate's variance cannot exceed that of clusters
-    whose members all agree (an intra-cluster correlation of 1). Where the data hold no variance to estimate
-    a design effect from (one cluster, or a rate of 0 or 1) that bound is the effective number. The interval
-    is Clopper-Pearson's on that many counterfactuals of the same rate. No clusters (independent
-    counterfactuals): the binomial interval (:func:`~explainopt.counterfactuals.ensembles.binomial_interval`)."""
+    over m clusters, against the binomial ``p (1 - p) / n``, never below 1 (1 at a rate of 0 or 1, where the
+    data show no variance); :func:`effective_number` turns it into the number of counterfactuals the interval
+    counts, and the interval is Clopper-Pearson's on that many counterfactuals of the same rate, as R's
+    ``survey::svyciprop(method = "beta")``. No clusters (independent counterfactuals): the binomial interval
+    (:func:`~explainopt.counterfactuals.ensembles.binomial_interval`). A NaN validity or a missing cluster is
+    an error."""
     valid = np.asarray(valid, dtype=float)
     if np.isnan(valid).any():
         raise ValueError("validity values must be 0 or 1, not NaN")
@@ -430,21 +428,32 @@ def clustered_interval(valid, clusters=None, *, level: float = 0.95) -> tuple[Va
     k = int(valid.sum())
     if n == 0 or clusters is None:
         return binomial_interval(k, n, level=level), float(n)
-    clusters = pd.Series(clusters, index=None).reset_index(drop=True)
+    clusters = pd.Series(clusters).reset_index(drop=True)
     if clusters.isna().any():
         raise ValueError("every counterfactual needs its cluster (simulation); got a missing one")
     p = k / n
     per = pd.DataFrame({"y": valid, "cluster": clusters}).groupby("cluster")["y"].agg(["sum", "size"])
-    m, tail = len(per), (1 - level) / 2
-    n_eff = n / per["size"].max()                     # every cluster's members agreeing: the widest it can be
+    m, deff = len(per), 1.0
     if m > 1 and 0 < p < 1:
         robust = m / (m - 1) * ((per["sum"] - p * per["size"]) ** 2).sum() / n ** 2
         deff = max(1.0, robust / (p * (1 - p) / n))
-        n_eff = max(n_eff, n / deff * (stats.t.ppf(1 - tail, n - 1) / stats.t.ppf(1 - tail, m - 1)) ** 2)
-    x = p * n_eff
+    n_eff = effective_number(n, m, int(per["size"].max()), deff, level=level)
+    x, tail = p * n_eff, (1 - level) / 2
     low = float(stats.beta.ppf(tail, x, n_eff - x + 1)) if k > 0 else 0.0
     high = float(stats.beta.ppf(1 - tail, x + 1, n_eff - x)) if k < n else 1.0
     return ValidityEstimate(k, n, p, low, high), n_eff
+
+
+def effective_number(n: int, clusters: int, largest: int, deff: float = 1.0, *, level: float = 0.95) -> float:
+    """How many independent counterfactuals n clustered ones count as (:func:`clustered_interval`): ``n / deff``
+    scaled by ``(t_{n-1} / t_{m-1})^2`` (Student's t quantiles at the interval's level: a variance estimated from
+    m clusters is itself uncertain), but never fewer than ``n / largest``, what n counterfactuals count as when
+    every cluster's members agree (the rate's variance cannot exceed that). One cluster: ``n / largest``, 1."""
+    floor = n / largest
+    if clusters < 2:
+        return floor
+    tail = (1 - level) / 2
+    return max(floor, n / deff * (stats.t.ppf(1 - tail, n - 1) / stats.t.ppf(1 - tail, clusters - 1)) ** 2)
 
 
 #: What a validity rate's counterfactuals cluster by: one simulation (of one dataset and forest size) shares its
@@ -453,10 +462,14 @@ CLUSTER = ("dataset", "n_estimators", "sim")
 
 
 def _clusters(group) -> pd.Series | None:
-    """The simulation of each row of `group` (:data:`CLUSTER`), None for rows without simulations."""
+    """The simulation of each row of `group` (:data:`CLUSTER`), None for rows without simulations; a row
+    missing one of the keys the group has is an error (it would join another simulation's cluster)."""
     if "sim" not in group:
         return None
-    return group[[c for c in CLUSTER if c in group]].astype(str).agg("/".join, axis=1)
+    keys = group[[c for c in CLUSTER if c in group]]
+    if keys.isna().any().any():
+        raise ValueError(f"rows without their simulation ({', '.join(keys.columns)}): cannot cluster them")
+    return keys.astype(str).agg("/".join, axis=1)
 
 
 def validity_table(frame, by, *, column: str = "valid_retrained", level: float = 0.95):
@@ -464,8 +477,8 @@ def validity_table(frame, by, *, column: str = "valid_retrained", level: float =
     counterfactuals found (:data:`FOUND`; a frame without statuses keeps every row): a solve stopped without a
     point is no invalid counterfactual, and changes no feature. The interval counts each group's simulations
     as clusters (:func:`clustered_interval`; ``n_eff`` the effective number of counterfactuals,
-    ``simulations`` how many); a frame without simulations, the binomial interval of independent
-    counterfactuals (each its own simulation)."""
+    ``simulations`` how many, ``largest`` the most counterfactuals of one); a frame without simulations, the
+    binomial interval of independent counterfactuals (each its own simulation)."""
     by = by if isinstance(by, list) else [by]
     if "status" in frame:
         frame = frame[frame["status"].isin(FOUND)]
@@ -474,11 +487,13 @@ def validity_table(frame, by, *, column: str = "valid_retrained", level: float =
         clusters = _clusters(group)
         est, n_eff = clustered_interval(group[column].astype(float), clusters, level=level)
         key = key if isinstance(key, tuple) else (key,)
+        sizes = pd.Series(1, index=group.index) if clusters is None else clusters.map(clusters.value_counts())
         rows.append({**dict(zip(by, key)), **asdict(est), "n_eff": n_eff,
                      "simulations": len(group) if clusters is None else clusters.nunique(),
+                     "largest": int(sizes.max()) if len(group) else 0,
                      "distance": group["distance"].mean(), "n_changed": group["n_changed"].mean()})
-    return pd.DataFrame(rows, columns=[*by, "valid", "n", "rate", "low", "high", "n_eff", "simulations", "distance",
-                                       "n_changed"])
+    return pd.DataFrame(rows, columns=[*by, "valid", "n", "rate", "low", "high", "n_eff", "simulations", "largest",
+                                       "distance", "n_changed"])
 
 
 def _percent_interval(table) -> pd.DataFrame:
@@ -489,8 +504,8 @@ def _percent_interval(table) -> pd.DataFrame:
 def naive_validity_table(frame, *, n_estimators: int = 100):
     """Table 1 / Table 3: naive validity under retraining per dataset, ours beside the paper's, with the
     95% interval of :func:`validity_table` (simulations as clusters)."""
-    columns = ["dataset", "n", "simulations", "paper [%]", "ours [%]", "low [%]", "high [%]"]
-    table = validity_table(frame[frame.method == "naive"], ["dataset"])
+    columns = ["dataset", "n", "simulations", "max per simulation", "paper [%]", "ours [%]", "low [%]", "high [%]"]
+    table = validity_table(frame[frame.method == "naive"], ["dataset"]).rename(columns={"largest": "max per simulation"})
     if table.empty:
         return pd.DataFrame(columns=columns)
     table["paper [%]"] = table["dataset"].map(naive_validity_paper(n_estimators))
@@ -500,16 +515,16 @@ def naive_validity_table(frame, *, n_estimators: int = 100):
 
 def evolving_naive_table(evolving, fixed):
     """Naive validity per dataset when T1 is retrained on more rows (Appendix C.5), beside the validity with
-    fixed data of the same simulations (those of Table 1 that the evolving data ran); 95% interval of the
+    fixed data, both on the simulations that ran both (Table 1's and the evolving data's); 95% interval of the
     evolving one."""
     columns = ["dataset", "n", "simulations", "fixed data [%]", "evolving data [%]", "low [%]", "high [%]"]
-    naive = evolving[evolving.method == "naive"]
+    naive, fixed = evolving[evolving.method == "naive"], fixed[fixed.method == "naive"]
+    if "sim" in naive and "sim" in fixed:
+        shared = naive[["dataset", "sim"]].drop_duplicates().merge(fixed[["dataset", "sim"]].drop_duplicates())
+        naive, fixed = naive.merge(shared), fixed.merge(shared)
     table = validity_table(naive, ["dataset"])
     if table.empty:
         return pd.DataFrame(columns=columns)
-    fixed = fixed[fixed.method == "naive"]
-    if "sim" in naive and "sim" in fixed:
-        fixed = fixed.merge(naive[["dataset", "sim"]].drop_duplicates(), on=["dataset", "sim"])
     same = validity_table(fixed, ["dataset"])
     rates = same.set_index("dataset")["rate"] if len(same) else pd.Series(dtype=float)
     table["fixed data [%]"] = 100 * table["dataset"].map(rates)
@@ -907,37 +922,40 @@ def claim_spambase_naive(table1, *, level: float = 0.95, minimum: int = 10) -> C
     if not len(row):
         return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%",
                             ours="not run", holds=None, evidence=0, minimum=minimum)
-    below = rate_below(row, 20, level=level)
+    below = rate_below(row, 20, level=level, paper_simulations=PAPER_SIMULATIONS[100])
     return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%", **below,
                         evidence=int(row["n"].iloc[0]), minimum=minimum,
                         why="partly = our rate is not below 20% but its interval reaches below it")
 
 
-def rate_below(row, bound: float, *, level: float = 0.95) -> dict:
+def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int | None = None) -> dict:
     """A "below `bound` %" claim on the validity rate of a one-row table of :func:`naive_validity_table`
-    (``ours [%]``, ``n``; its interval ``low [%]``/``high [%]`` and ``simulations`` where it has them, else the
-    binomial interval of n independent counterfactuals), read with its interval: ``ours`` (the rate and
-    interval in words), ``holds`` (whether the interval reaches below `bound`; else the whole interval lies at
-    or above it: *differs*), ``partly`` (the rate itself is not below) and ``undecided_by``. On so few
+    (``ours [%]``, ``n``; its interval ``low [%]``/``high [%]``, ``simulations`` and ``max per simulation``
+    where it has them, else the binomial interval of n independent counterfactuals), read with its interval: ``ours`` (the
+    rate and interval in words), ``holds`` (whether the interval reaches below `bound`; else the whole interval
+    lies at or above it: *differs*), ``partly`` (the rate itself is not below) and ``undecided_by``. On so few
     simulations that even all of their counterfactuals valid would leave the interval reaching below `bound`,
-    no outcome could contradict the claim: it is left undecided (audit 39 D1)."""
+    *differs* is out of reach whatever they show: the claim is left undecided (audit 39 D1; the simulations'
+    own sizes, audit 39b E1). `paper_simulations`: how many the paper ran, for the explanation."""
     rate, n = float(row["ours [%]"].iloc[0]), int(row["n"].iloc[0])
     simulations = int(row["simulations"].iloc[0]) if "simulations" in row else n
+    largest = int(row["max per simulation"].iloc[0]) if "max per simulation" in row else 1
     if {"low [%]", "high [%]"} <= set(row.columns):
         low, high = float(row["low [%]"].iloc[0]), float(row["high [%]"].iloc[0])
     else:
         est = binomial_interval(round(rate * n / 100), n, level=level)
         low, high = 100 * est.low, 100 * est.high
-    all_valid, _ = clustered_interval(np.ones(n), np.arange(n) % simulations, level=level)
-    decidable = 100 * all_valid.low >= bound
-    where = f"n = {n}" + (f" in {simulations} simulations" if simulations < n else "")
+    all_valid = 100 * ((1 - level) / 2) ** (1 / effective_number(n, simulations, largest, level=level))
+    decidable = all_valid >= bound
+    plural = "s" if simulations > 1 else ""
+    where = f"n = {n}" + (f" in {simulations} simulation{plural}" if simulations < n else "")
+    of_paper = f" of the paper's {paper_simulations}" if paper_simulations else ""
     return {"ours": f"{beside(rate, '.0f', bound)}% ({level:.0%} interval {beside(low, '.0f', bound)}-{high:.0f}%, "
                     f"{where})",
             "holds": bool(low < bound) if decidable else None, "partly": bool(rate >= bound),
             "undecided_by": "" if decidable else
-            (f"only {simulations} simulation{'s' if simulations > 1 else ''}: even with every counterfactual "
-             f"valid the interval would reach down to {100 * all_valid.low:.0f}%, below {bound:g}%, so no outcome "
-             f"could contradict the claim")}
+            (f"only {simulations} simulation{plural}{of_paper} computed: even with every counterfactual valid the "
+             f"interval would reach down to {all_valid:.0f}%, below {bound:g}%: differs is out of reach")}
 
 
 def target_misses(curves, *, dataset: str, label: str = "Direct-SAA", min_target: float = 0.5,
@@ -1176,7 +1194,7 @@ def claim_large_forests(table3, *, minimum: int = MIN_PER_DATASET, level: float 
     row = table3[table3.dataset == "Spambase"] if len(table3) else pd.DataFrame(columns=["ours [%]", "n"])
     n = int(row["n"].iloc[0]) if len(row) else 0
     if n > 0 and not missing(row["ours [%]"].iloc[0]):
-        below = rate_below(row, 25, level=level)
+        below = rate_below(row, 25, level=level, paper_simulations=PAPER_SIMULATIONS[400])
         below["ours"] = f"Spambase {below['ours']}"
     else:
         below = {"ours": "not run", "holds": None, "partly": False}
