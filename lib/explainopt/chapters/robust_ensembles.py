@@ -487,10 +487,9 @@ def validity_table(frame, by, *, column: str = "valid_retrained", level: float =
         clusters = _clusters(group)
         est, n_eff = clustered_interval(group[column].astype(float), clusters, level=level)
         key = key if isinstance(key, tuple) else (key,)
-        sizes = pd.Series(1, index=group.index) if clusters is None else clusters.map(clusters.value_counts())
         rows.append({**dict(zip(by, key)), **asdict(est), "n_eff": n_eff,
                      "simulations": len(group) if clusters is None else clusters.nunique(),
-                     "largest": int(sizes.max()) if len(group) else 0,
+                     "largest": 1 if clusters is None else int(clusters.value_counts().max()),
                      "distance": group["distance"].mean(), "n_changed": group["n_changed"].mean()})
     return pd.DataFrame(rows, columns=[*by, "valid", "n", "rate", "low", "high", "n_eff", "simulations", "largest",
                                        "distance", "n_changed"])
@@ -931,9 +930,10 @@ def claim_spambase_naive(table1, *, level: float = 0.95, minimum: int = 10) -> C
 def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int | None = None) -> dict:
     """A "below `bound` %" claim on the validity rate of a one-row table of :func:`naive_validity_table`
     (``ours [%]``, ``n``; its interval ``low [%]``/``high [%]``, ``simulations`` and ``max per simulation``
-    where it has them, else the binomial interval of n independent counterfactuals), read with its interval: ``ours`` (the
-    rate and interval in words), ``holds`` (whether the interval reaches below `bound`; else the whole interval
-    lies at or above it: *differs*), ``partly`` (the rate itself is not below) and ``undecided_by``. On so few
+    where it has them, else the binomial interval of n independent counterfactuals), read with its interval:
+    ``ours`` (the rate and interval in words), ``holds`` (whether the interval reaches below `bound`; else the
+    whole interval lies at or above it: *differs*), ``partly`` (the rate itself is not below) and
+    ``undecided_by``. On so few
     simulations that even all of their counterfactuals valid would leave the interval reaching below `bound`,
     *differs* is out of reach whatever they show: the claim is left undecided (audit 39 D1; the simulations'
     own sizes, audit 39b E1). `paper_simulations`: how many the paper ran, for the explanation."""
