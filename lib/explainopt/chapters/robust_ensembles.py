@@ -832,21 +832,30 @@ DISTANCE_TIE = 1e-9
 
 def misses_a_target(curves, *, dataset: str, label: str = "Direct-SAA", min_target: float = 0.5,
                     min_n: int = MIN_PER_POINT) -> bool | None:
-    """Whether `dataset`'s `label` curve misses a target, read for a claim that it does: True on a significant
-    miss (:func:`target_misses`); False when every rate of at least `min_n` counterfactuals meets its target
-    ``1 - alpha >= min_target`` itself (the curve on or above the diagonal: nothing left of the miss); None when a
-    rate falls short within its interval (a shortfall the evidence cannot tell from noise), or a rate rests on
-    fewer counterfactuals or lacks its interval. (:func:`meets_targets` reads the same curve for a claim that it
-    meets every target, where a shortfall within noise counts as met: not failing to find a miss is no evidence
-    of meeting, so each reading gives the benefit of the doubt to the paper's side; audit of session 39.)"""
+    """Whether `dataset`'s `label` curve misses a target, read three ways: True on a significant miss
+    (:func:`target_misses`); False when every rate (each on at least `min_n` counterfactuals, targets
+    ``1 - alpha >= min_target``) is itself at or above its target; None when a rate falls short within its
+    interval (a shortfall the evidence cannot tell from noise), or a rate rests on fewer counterfactuals or lacks
+    its interval or point estimate. (:func:`meets_targets`, the lenient reading of a claim that a curve meets
+    every target, counts a shortfall within noise as met.) False rests on point estimates: audit 39c measured
+    that at 6 simulations a curve truly short of one target by a few points reads False 8-20% of the time, at
+    26 or more 4% or less."""
     if target_misses(curves, dataset=dataset, label=label, min_target=min_target, min_n=min_n):
         return True
-    if curves.empty:
-        return None
-    sub = curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
-    if sub.empty or not ((sub["n"] >= min_n) & sub["high"].notna()).all():
+    sub = _judged_curve(curves, dataset=dataset, label=label, min_target=min_target, min_n=min_n)
+    if sub is None:
         return None
     return False if (sub["rate"] >= sub["target"] - 1e-9).all() else None
+
+
+def _judged_curve(curves, *, dataset: str, label: str, min_target: float, min_n: int) -> pd.DataFrame | None:
+    """The points of `dataset`'s `label` curve at targets ``>= min_target``, None unless every one rests on at
+    least `min_n` counterfactuals and has its rate and interval."""
+    if curves.empty or "rate" not in curves:
+        return None
+    sub = curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
+    judged = (sub["n"] >= min_n) & sub["high"].notna() & sub["rate"].notna()
+    return None if sub.empty or not judged.all() else sub
 
 
 def dominated_share(points, *, dataset: str | None = None, min_n: int = MIN_PER_POINT) -> float:
@@ -897,12 +906,12 @@ def rates_counted(curves, *, dataset: str, label: str = "Direct-SAA", min_target
     return int((sub["n"] >= min_n).sum()), max(len(sub), 1)
 
 
-def _miss_word(missed, curves, dataset: str) -> str:
-    """How :func:`misses_a_target` read `dataset`, in words."""
+def _miss_word(missed, curves, dataset: str, label: str = "Direct-SAA") -> str:
+    """How :func:`misses_a_target` read `dataset`'s `label` curve, in words."""
     if missed is not None:
         return "misses a target" if missed else "meets every target"
-    counted, needed = rates_counted(curves, dataset=dataset)
-    return "short of a target within noise" if counted == needed and not curves.empty and counted else "not run"
+    judged = _judged_curve(curves, dataset=dataset, label=label, min_target=0.5, min_n=MIN_PER_POINT)
+    return "not run" if judged is None else "short of a target within noise"
 
 
 def _verdict_word(ok) -> str:
@@ -1151,13 +1160,14 @@ def claim_benchmark_time(ratios, *, datasets=None, min_factuals: int = MIN_SOLVE
 
 def claim_evolving_direct(curves, *, datasets=ENSEMBLE_DATASETS) -> Claim:
     """Evolving data (Appendix C.5): Direct-SAA misses the target exactly on the datasets of
-    :data:`EVOLVING_ROBUST` (the two smallest and Spambase) among ours; needs every one of `datasets`."""
-    misses = {d: misses_a_target(curves, dataset=d) if d in EVOLVING_ROBUST
-              else (None if (met := meets_targets(curves, dataset=d)) is None else not met) for d in datasets}
+    :data:`EVOLVING_ROBUST` (the two smallest and Spambase) among ours; needs every one of `datasets`, each read
+    by :func:`misses_a_target` whichever side the paper puts it on (audit 39c F1: Adult, short of all 8 targets
+    within noise, counted as meeting them while Students-Performance, as short, counted as undecided)."""
+    misses = {d: misses_a_target(curves, dataset=d) for d in datasets}      # every dataset read the same way
     known = {d: v for d, v in misses.items() if v is not None}
     missed = sorted(d for d, v in known.items() if v)
-    counted = {d: rates_counted(curves, dataset=d) for d in datasets}
-    short = sorted(d for d in datasets if misses[d] is None and counted[d][0] == counted[d][1])  # all rates counted
+    short = sorted(d for d in datasets if misses[d] is None and _judged_curve(
+        curves, dataset=d, label="Direct-SAA", min_target=0.5, min_n=MIN_PER_POINT) is not None)
     as_paper = sum(v == (d in EVOLVING_ROBUST) for d, v in known.items())   # misses exactly where the paper's do
     holds = count_decides(as_paper, len(datasets) - len(known), lambda k: k == len(datasets))
     return CLAIMS.claim("05-evolving-direct",
