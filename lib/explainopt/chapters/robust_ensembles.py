@@ -957,13 +957,14 @@ def claim_spambase_naive(table1, *, level: float = 0.95, minimum: int = 10) -> C
     if not len(row):
         return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%",
                             ours="not run", holds=None, evidence=0, minimum=minimum)
-    below = rate_below(row, 20, level=level, paper_simulations=PAPER_SIMULATIONS[100])
+    below = rate_below(row, 20, level=level, paper_simulations=PAPER_SIMULATIONS[100], minimum=minimum)
     return CLAIMS.claim("05-spambase-naive", paper=f"{naive_validity_paper(100)['Spambase']}%", **below,
                         evidence=int(row["n"].iloc[0]), minimum=minimum,
                         why="partly = our rate is not below 20% but its interval reaches below it")
 
 
-def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int | None = None) -> dict:
+def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int | None = None,
+               minimum: int = 0) -> dict:
     """A "below `bound` %" claim on the validity rate of a one-row table of :func:`naive_validity_table`
     (``ours [%]``, ``n``; its interval ``low [%]``/``high [%]``, ``simulations`` and ``max per simulation``
     where it has them, else the binomial interval of n independent counterfactuals), read with its interval:
@@ -972,7 +973,8 @@ def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int
     ``undecided_by``. On so few
     simulations that even all of their counterfactuals valid would leave the interval reaching below `bound`,
     *differs* is out of reach whatever they show: the claim is left undecided (audit 39 D1; the simulations'
-    own sizes, audit 39b E1). `paper_simulations`: how many the paper ran, for the explanation."""
+    own sizes, audit 39b E1). `paper_simulations`: how many the paper ran, for the explanation; below `minimum`
+    counterfactuals the claim's evidence rule leaves it not run first (too little evidence), and no more is said."""
     rate, n = float(row["ours [%]"].iloc[0]), int(row["n"].iloc[0])
     simulations = int(row["simulations"].iloc[0]) if "simulations" in row else n
     largest = int(row["max per simulation"].iloc[0]) if "max per simulation" in row else 1
@@ -982,7 +984,7 @@ def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int
         est = binomial_interval(round(rate * n / 100), n, level=level)
         low, high = 100 * est.low, 100 * est.high
     all_valid = 100 * ((1 - level) / 2) ** (1 / effective_number(n, simulations, largest, level=level))
-    decidable = all_valid >= bound
+    decidable = all_valid >= bound or n < minimum
     plural = "s" if simulations > 1 else ""
     where = f"n = {n}" + (f" in {simulations} simulation{plural}" if simulations < n else "")
     of_paper = f" of the paper's {paper_simulations}" if paper_simulations else ""
@@ -1236,7 +1238,7 @@ def claim_large_forests(table3, *, minimum: int = MIN_PER_DATASET, level: float 
     row = table3[table3.dataset == "Spambase"] if len(table3) else pd.DataFrame(columns=["ours [%]", "n"])
     n = int(row["n"].iloc[0]) if len(row) else 0
     if n > 0 and not missing(row["ours [%]"].iloc[0]):
-        below = rate_below(row, 25, level=level, paper_simulations=PAPER_SIMULATIONS[400])
+        below = rate_below(row, 25, level=level, paper_simulations=PAPER_SIMULATIONS[400], minimum=minimum)
         below["ours"] = f"Spambase {below['ours']}"
     else:
         below = {"ours": "not run", "holds": None, "partly": False}
