@@ -176,8 +176,8 @@ def binomial_interval(valid: int, n: int, *, level: float = 0.95) -> ValidityEst
     """Validity rate ``valid / n`` with the exact (Clopper-Pearson) binomial confidence interval.
 
     The interval treats the n counterfactuals as independent; those of one simulation share the two
-    forests, so chapter 5 counts its simulations as clusters instead
-    (:func:`explainopt.chapters.robust_ensembles.clustered_interval`).
+    forests, so chapter 5 counts its simulations as clusters instead (``clustered_interval`` of its
+    chapter module).
 
     Examples
     --------
