@@ -767,3 +767,14 @@ def test_numpy_runs_its_baseline_loops_on_every_x86_cpu():
     from explainopt.numerics import code_paths  # this test process: conftest imported explainopt first
 
     assert code_paths()["numpy_simd"] == "X86_V2"
+
+
+def test_a_cells_printed_text_split_across_messages_is_one_output():
+    """A print whose final newline arrived apart showed as an empty code box on chapter 3's page."""
+    stream = lambda name, text: nbformat.v4.new_output("stream", name=name, text=text)
+    outputs = [stream("stdout", "LR with fixed values: 0.347"), stream("stdout", "\n"), stream("stderr", "warn\n"),
+               nbformat.v4.new_output("execute_result", data={"text/plain": "1"}), stream("stdout", "after\n")]
+    joined = book.joined_streams(outputs)
+    assert [(o["output_type"], o.get("name"), o.get("text")) for o in joined] == [
+        ("stream", "stdout", "LR with fixed values: 0.347\n"), ("stream", "stderr", "warn\n"),
+        ("execute_result", None, None), ("stream", "stdout", "after\n")]

@@ -360,15 +360,34 @@ def chapter_notebooks(only: list[str] | None = None, folder: Path | None = None,
     return notebooks
 
 
-def hide_injected_parameters(path: Path) -> None:
-    """Tag papermill's injected-parameters cell (and the defaults cell) so the book does not show them."""
+def tidy_executed(path: Path) -> None:
+    """Tag papermill's injected-parameters cell (and the defaults cell) so the book does not show them, and
+    join each cell's consecutive outputs to one stream (:func:`joined_streams`)."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags or "parameters" in tags:
             if "remove-cell" not in tags:
                 tags.append("remove-cell")
+        if cell.cell_type == "code":
+            cell.outputs = joined_streams(cell.outputs)
     nbformat.write(nb, path)
+
+
+def joined_streams(outputs: list) -> list:
+    """`outputs` with consecutive stream outputs of one stream (stdout, stderr) joined into one. The kernel
+    sends a cell's printed text in as many messages as its flushes happened to cut it, so under load one
+    ``print`` can arrive as its text and, apart, its final newline: the book showed that newline as an empty
+    code box (chapter 3's smoke page, in one clean-clone run of two)."""
+    joined = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if (output.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+                and last.get("name") == output.get("name")):
+            last["text"] = last["text"] + output["text"]
+        else:
+            joined.append(output)
+    return joined
 
 
 def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progress: bool = True) -> Path:
@@ -384,7 +403,7 @@ def execute_chapter(notebook: Path, output_dir: Path, parameters: dict, *, progr
             f"{notebook.name}: cell {exc.exec_count} raised {exc.ename}: {exc.evalue} "
             f"(executed copy with the traceback: {output})"
         ) from None
-    hide_injected_parameters(output)
+    tidy_executed(output)
     return output
 
 
