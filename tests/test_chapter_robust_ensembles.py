@@ -1227,21 +1227,25 @@ def test_missing_validity_or_simulation_is_a_clear_error():
         CH.validity_table(rows, ["method"])
 
 
+def _spambase_table3(valid_per_sim, sizes=None):
+    """Table 3 of Spambase at N = 400 from simulations of `sizes` factuals (default 5 each), the first
+    `valid_per_sim[i]` of simulation i valid under retraining."""
+    sizes = sizes or [5] * len(valid_per_sim)
+    rows = [dict(dataset="Spambase", n_estimators=400, method="naive", status="optimal", sim=s, factual=f,
+                 valid_retrained=f < k, distance=1.0, n_changed=1)
+            for s, (k, size) in enumerate(zip(valid_per_sim, sizes)) for f in range(size)]
+    return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
+
+
 def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecided():
     """Audit 39 D1: with 2 simulations even 10 of 10 valid reads an interval reaching 16%, so 05-large-forests
     ("below 25%") could not read *differs*: undecided, saying why. With 3 simulations all valid it differs."""
-    def table3(valid_per_sim):
-        rows = [dict(dataset="Spambase", n_estimators=400, method="naive", status="optimal", sim=s, factual=f,
-                     valid_retrained=f < k, distance=1.0, n_changed=1)
-                for s, k in enumerate(valid_per_sim) for f in range(5)]
-        return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
-
-    two = CH.claim_large_forests(table3([5, 5]))
+    two = CH.claim_large_forests(_spambase_table3([5, 5]))
     assert two.verdict == NOT_RUN and "only 2 simulations of the paper's 20" in two.explanation
     assert "in 2 simulations" in two.ours
-    assert CH.claim_large_forests(table3([5, 5, 5])).verdict == DIFFERS
-    assert CH.claim_large_forests(table3([0, 1, 0])).verdict == REPRODUCED
-    assert CH.claim_spambase_naive(table3([5, 5]).assign(dataset="Spambase")).verdict == NOT_RUN
+    assert CH.claim_large_forests(_spambase_table3([5, 5, 5])).verdict == DIFFERS
+    assert CH.claim_large_forests(_spambase_table3([0, 1, 0])).verdict == REPRODUCED
+    assert CH.claim_spambase_naive(_spambase_table3([5, 5]).assign(dataset="Spambase")).verdict == NOT_RUN
 
 
 def test_the_evolving_table_compares_the_same_simulations_with_fixed_data():
@@ -1262,13 +1266,7 @@ def test_a_below_bound_claim_is_left_undecided_exactly_when_no_outcome_reads_dif
     where one can."""
     import itertools
 
-    def table3(valid_per_sim):
-        rows = [dict(dataset="Spambase", n_estimators=400, method="naive", status="optimal", sim=s, factual=f,
-                     valid_retrained=f < k, distance=1.0, n_changed=1)
-                for s, (k, size) in enumerate(zip(valid_per_sim, sizes)) for f in range(size)]
-        return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
-
-    verdicts = {CH.claim_large_forests(table3(ks)).verdict
+    verdicts = {CH.claim_large_forests(_spambase_table3(ks, sizes)).verdict
                 for ks in itertools.product(*(range(size + 1) for size in sizes))}
     assert (DIFFERS in verdicts) == (NOT_RUN not in verdicts)
 

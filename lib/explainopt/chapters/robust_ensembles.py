@@ -816,13 +816,18 @@ def meets_targets(curves, *, dataset: str, label: str = "Direct-SAA", min_target
     end of the 95% interval is at least the target, so a miss is a rate significantly below it. False as
     soon as a rate of at least `min_n` counterfactuals misses (:func:`target_misses`); otherwise None when
     the curve is missing or a rate rests on fewer than `min_n` counterfactuals or lacks its interval."""
-    if curves.empty:
-        return None
-    sub = curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
     if target_misses(curves, dataset=dataset, label=label, min_target=min_target, min_n=min_n):
         return False
-    judged = (sub["n"] >= min_n) & sub["high"].notna()
-    return None if sub.empty or not judged.all() else True
+    sub = curve_points(curves, dataset=dataset, label=label, min_target=min_target)
+    judged = (sub["n"] >= min_n) & sub["high"].notna() if len(sub) else None
+    return None if judged is None or not judged.all() else True
+
+
+def curve_points(curves, *, dataset: str, label: str, min_target: float) -> pd.DataFrame:
+    """The points of `dataset`'s `label` curve at targets ``1 - alpha >= min_target`` (empty: none)."""
+    if curves.empty:
+        return curves
+    return curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
 
 
 #: Mean distances that differ by at most this much are a tie, not a strictly closer point: a 1-LOF point that keeps
@@ -851,11 +856,11 @@ def misses_a_target(curves, *, dataset: str, label: str = "Direct-SAA", min_targ
 def _judged_curve(curves, *, dataset: str, label: str, min_target: float, min_n: int) -> pd.DataFrame | None:
     """The points of `dataset`'s `label` curve at targets ``>= min_target``, None unless every one rests on at
     least `min_n` counterfactuals and has its rate and interval."""
-    if curves.empty or "rate" not in curves:
+    sub = curve_points(curves, dataset=dataset, label=label, min_target=min_target)
+    if sub.empty or "rate" not in sub:
         return None
-    sub = curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
     judged = (sub["n"] >= min_n) & sub["high"].notna() & sub["rate"].notna()
-    return None if sub.empty or not judged.all() else sub
+    return sub if judged.all() else None
 
 
 def dominated_share(points, *, dataset: str | None = None, min_n: int = MIN_PER_POINT) -> float:
@@ -900,10 +905,8 @@ def rates_counted(curves, *, dataset: str, label: str = "Direct-SAA", min_target
                   min_n: int = MIN_PER_POINT) -> tuple[int, int]:
     """How many of the rates :func:`meets_targets` judges rest on at least `min_n` counterfactuals, of how
     many it needs (every target ``1 - alpha >= min_target`` of the curve; one when the curve is missing)."""
-    if curves.empty:
-        return 0, 1
-    sub = curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
-    return int((sub["n"] >= min_n).sum()), max(len(sub), 1)
+    sub = curve_points(curves, dataset=dataset, label=label, min_target=min_target)
+    return (int((sub["n"] >= min_n).sum()), max(len(sub), 1)) if len(sub) else (0, 1)
 
 
 def _miss_word(missed, curves, dataset: str, label: str = "Direct-SAA") -> str:
@@ -1001,9 +1004,9 @@ def target_misses(curves, *, dataset: str, label: str = "Direct-SAA", min_target
     """The targets of `dataset`'s `label` curve missed on at least `min_n` counterfactuals (the upper end of
     the 95% interval below the target), each with its numbers: the target, our rate over n
     counterfactuals and the upper end of its interval."""
-    if curves.empty:
+    sub = curve_points(curves, dataset=dataset, label=label, min_target=min_target)
+    if sub.empty:
         return []
-    sub = curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
     missed = sub[(sub["high"] - sub["target"] < -1e-9) & (sub["n"] >= min_n)]
     rate = missed["rate"] if "rate" in missed else pd.Series(np.nan, index=missed.index)
     return [f"{dataset} at target {t:.0%}: {'' if pd.isna(r) else f'{r:.1%} of '}{int(n)}, interval up to {h:.1%}"
