@@ -14,7 +14,9 @@ The code paths (environment variables set before each library loads, in a fresh 
   run on this machine would compute.
 
 A cell type is *bitwise* where every path gives the stored numbers exactly, *within tolerance* where they
-differ by at most the store's tolerance (``experiments.TOLERANCE``), else *machine-dependent*. Cells that a
+differ by at most the store's tolerance (``experiments.TOLERANCE``), else *machine-dependent*, or *versions
+differ* where a package that shapes the results (``experiments.versions``) is not the one the cells were stored
+with: run the check with the stored versions before blaming the processor. Cells that a
 limit decided (time, iterations) are not drawn. The draw is seeded (``--seed``).
 """
 
@@ -69,8 +71,10 @@ for line in sys.stdin:
     except Exception as error:  # e.g. a solver this machine lacks: that cell is not checked, the others are
         print(json.dumps({**job, "error": f"{type(error).__name__}: {error}", "code_paths": code_paths()}), flush=True)
         continue
+    stored, here = cell["provenance"].get("versions", {}), experiments.versions()
+    moved = {k: f"{v} -> {here[k]}" for k, v in stored.items() if k in here and here[k] != v}
     print(json.dumps({**job, "deviation": deviation(cell["result"], again), "seconds": time.perf_counter() - start,
-                      "code_paths": code_paths()}), flush=True)
+                      "code_paths": code_paths(), "versions": moved}), flush=True)
 """
 
 
@@ -124,7 +128,8 @@ def main(argv=None) -> int:
         for result in run(jobs, PATHS[name]):
             rows.append({"path": name, "chapter": result["chapter"], "function": result["function"].rpartition(".")[2],
                          "deviation": result.get("deviation", np.nan), "error": result.get("error"),
-                         "blas": ", ".join(result["code_paths"]["blas"]), "seconds": result.get("seconds")})
+                         "blas": ", ".join(result["code_paths"]["blas"]), "seconds": result.get("seconds"),
+                         "versions": "; ".join(f"{k} {v}" for k, v in sorted(result.get("versions", {}).items()))})
     table = pd.DataFrame(rows)
     print(summary(table, args.paths).to_string(float_format=lambda v: f"{v:.1e}"))
     for error, cells in table.dropna(subset=["error"]).groupby("error"):
@@ -134,16 +139,23 @@ def main(argv=None) -> int:
 
 
 def summary(table: pd.DataFrame, paths: list[str]) -> pd.DataFrame:
-    """Largest deviation per cell function and path, the cells checked, and the verdict; a function none of
-    whose cells could be computed here (an error in every one) reads *not checked*."""
+    """Largest deviation per cell function and path, the cells checked, the package versions that differ
+    from those the cells were stored with, and the verdict; a function none of whose cells could be computed
+    here (an error in every one) reads *not checked*, and one that deviates beyond the tolerance under other
+    versions reads *versions differ*: the deviation is not the processor's until it recurs with the stored
+    versions (scipy 1.18.1's knapsack cells of chapter 3 deviated by 8.0 on a lent machine; with 1.17.1, as
+    stored, by 2.3e-13)."""
     from explainopt.experiments import TOLERANCE
 
     groups = ["chapter", "function"]
     out = table.groupby([*groups, "path"])["deviation"].max().unstack("path").reindex(columns=paths)
     out["cells"] = table[table["error"].isna()].groupby(groups).size().reindex(out.index, fill_value=0) // len(paths)
+    versions = table.get("versions", pd.Series("", index=table.index)).fillna("")
+    out["versions"] = versions.groupby([table[g] for g in groups]).agg(
+        lambda v: "; ".join(sorted({x for x in v if x})) or "as stored").reindex(out.index)
     worst = out[paths].max(axis=1)
-    out["verdict"] = np.select([out["cells"] == 0, worst == 0, worst <= TOLERANCE],
-                               ["not checked", "bitwise", "within tolerance"], "machine-dependent")
+    out["verdict"] = np.select([out["cells"] == 0, worst == 0, worst <= TOLERANCE, out["versions"] != "as stored"],
+                               ["not checked", "bitwise", "within tolerance", "versions differ"], "machine-dependent")
     return out
 
 
