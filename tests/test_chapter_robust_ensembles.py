@@ -1296,3 +1296,19 @@ def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():
     # Spambase in 05-direct-saa-targets reads the same way
     within = _curves([("COMPAS", "Direct-SAA", 0.9, 1.0), ("Spambase", "Direct-SAA", 0.9, 0.95)]).assign(rate=[1.0, 0.85])
     assert CH.claim_direct_saa_targets(within, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN
+
+
+def test_a_shortfall_within_noise_on_every_simulation_of_the_protocol_says_more_cells_cannot_decide_it():
+    """Session 40: Phishing's evolving-data curve reached all 40 of the paper's simulations 0.5 points short of
+    95% within noise; 'too little evidence' alone read as if more cells would decide it."""
+    small = set(CH.EVOLVING_ROBUST)
+    curves = _curves([(d, "Direct-SAA", 0.95, 0.5 if d in small else 0.97) for d in CH.ENSEMBLE_DATASETS])
+    curves = curves.assign(simulations=12)
+    curves.loc[curves.dataset == "Phishing", ["rate", "simulations"]] = [0.945, CH.PAPER_SIMULATIONS[100] - 1]
+    claim = CH.claim_evolving_direct(curves)
+    assert claim.verdict == NOT_RUN and "Phishing" in claim.ours and "more cells" not in claim.why
+    curves.loc[curves.dataset == "Phishing", "simulations"] = CH.PAPER_SIMULATIONS[100]
+    claim = CH.claim_evolving_direct(curves)
+    assert claim.verdict == NOT_RUN
+    assert f"Phishing: every one of the paper's {CH.PAPER_SIMULATIONS[100]} simulations computed" in claim.why
+    assert "Adult" not in claim.why.split(";")[-1]
