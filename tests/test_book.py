@@ -575,6 +575,42 @@ def test_merge_adds_the_other_stores_cells_that_this_one_lacks_with_their_proven
     assert book.merge(theirs / "99", into=mine)["99"]["added"] == 0  # a chapter's folder is one chapter
 
 
+def _limited(x: int) -> dict:
+    return {"x": x, "status": "time_limit" if x == 3 else "optimal"}
+
+
+def test_retime_computes_other_machines_cells_again_here_and_keeps_what_does_not_reproduce(tmp_path, monkeypatch):
+    """Chapter 5 pairs a factual's naive and benchmark solve times only on one machine; cells stored by another
+    machine are computed again here, keeping their result and naming the provenance they replace."""
+    from types import SimpleNamespace
+
+    from explainopt import chapters
+    from explainopt.experiments import ResultStore
+
+    store = ResultStore(tmp_path / "paper" / "99")
+    book.run_grid(_limited, [{"x": x} for x in range(5)], cache=store, progress=False)
+    cells = {c["provenance"]["config"]["x"]: c for c in store.current()}
+    for x, cell in cells.items():  # computed elsewhere, but x = 4 here; x = 2's result does not reproduce
+        mark = {"machine": "Linux x86_64, 2 cores", "wall_time_s": 9.0} if x != 4 else {}
+        store.put(_limited, {"x": x}, {"result": {**cell["result"], **({"x": 7} if x == 2 else {})},
+                                       "provenance": {**cell["provenance"], **mark}})
+    grid = {"cells": book.Grid(_limited, [{"x": x} for x in range(5)])}
+    monkeypatch.setattr(book, "RESULTS", tmp_path)
+    monkeypatch.setattr(chapters, "module", lambda name: SimpleNamespace(SCALES={}, grids=lambda settings: grid))
+    monkeypatch.setattr(chapters, "settings", lambda scales, scale: {})
+    assert book.retime("99", where={"x": 0})["retimed"] == 1
+    report = book.retime("99")
+    assert report["cells"] == 3 and report["retimed"] == 1 and report["limited"] == [cells[3]["key"]]
+    assert list(report["differs"].values()) == [["result.x: largest difference 5"]]
+    after = {c["provenance"]["config"]["x"]: c for c in ResultStore(tmp_path / "paper" / "99").current()}
+    assert after[1]["provenance"]["machine"] == book.machine() and after[1]["result"] == cells[1]["result"]
+    assert after[1]["provenance"]["retimed"] == {"machine": "Linux x86_64, 2 cores", "wall_time_s": 9.0,
+                                                 "date": cells[1]["provenance"]["date"]}
+    assert after[2]["result"]["x"] == 7 and after[3]["provenance"]["wall_time_s"] == 9.0  # both kept as they were
+    assert "retimed" not in after[4]["provenance"] and book.retime("99")["retimed"] == 0
+    assert book.main(["retime", "99", "--where", "x=2"]) == 1  # what does not reproduce fails the command
+
+
 def test_merge_names_what_it_cannot_read_and_refuses_a_folder_without_a_store(tmp_path):
     from explainopt.experiments import ResultStore
 

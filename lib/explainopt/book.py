@@ -8,6 +8,7 @@ Command line::
                                   [--max-cell-seconds 300] [--where norm=l2] [--plan]
     python -m explainopt.book merge OTHER/results/paper [--scale paper|book]
     python -m explainopt.book revalidate [--only 04 06] [--scale paper|book] [--fraction 0.05] [--recompute-under 60] [--jobs 2]
+    python -m explainopt.book retime 05 [--scale paper|book] [--grids simulations] [--where dataset=COMPAS sim=3] [--jobs 2]
     python -m explainopt.book build [--warnings-as-errors]
     python -m explainopt.book student 02 [--no-lab]
     python -m explainopt.book student-book [--chapters book/chapters] [--output _build/student] [--no-build]
@@ -21,8 +22,9 @@ there), then computes in parallel the chapter's grid cells that the results stor
 does not hold yet, claims first (every configuration's first cell, then round-robin: :func:`fill`), and
 stops submitting cells when the budget is spent; run it again, on any machine, to go on; ``merge`` folds
 in the cells that another machine's copy of the store holds and this one lacks, so several machines can
-fill one chapter side by side. At the paper scale a chapter renders from the store and computes no cell
-itself; at the book scale it computes what its committed store (``results/book/NN``) lacks or holds stale,
+fill one chapter side by side; ``retime`` computes stored cells again on this machine, so that their
+wall times compare with this machine's other cells. At the paper scale a chapter renders from the store
+and computes no cell itself; at the book scale it computes what its committed store (``results/book/NN``) lacks or holds stale,
 and ``--recompute`` computes every cell again. ``build`` runs ``jupyter-book build`` with
 execution off. ``student-book`` builds the student edition, the executed chapters without their solutions,
 into ``_build/student``.
@@ -1101,6 +1103,42 @@ def _revalidation_text(report: dict, every: bool = False) -> str:
     return text
 
 
+def retime(chapter: str, scale: str = "paper", *, grids: list[str] | None = None, where: dict | None = None,
+           n_jobs: int = 1, tolerance: float = experiments.TOLERANCE) -> dict:
+    """Compute stored cells again on this machine, so that their wall times compare with the cells this machine
+    computed (a chapter compares times only between cells of one machine, :meth:`ChapterRun.machines`; chapter
+    5's benchmark solve times pair each factual's naive and benchmark cells). The cells: the current ones of
+    the chapter's grids (`grids`, default all) whose configuration has the values in `where`, computed on
+    another machine or before the processor was recorded. A cell that reproduces (times aside,
+    :func:`~explainopt.experiments.differences`) is stored as computed now, its provenance naming the machine,
+    wall time and date it replaces (``retimed``); one that does not, or that a limit decided (its time then
+    says little), is kept as it was and reported. Returns ``{"cells", "retimed", "differs": {key: [...]},
+    "limited": [keys]}``."""
+    store, module, here = ResultStore(RESULTS / scale / chapter), chapters.module(chapter), machine()
+    todo = []
+    for name, grid in module.grids(chapters.settings(module.SCALES, scale)).items():
+        if grids and name not in grids:
+            continue
+        cells = [store.get(grid.func, c) for c in grid.configs if matches(c, where)]
+        todo += [(grid.func, c) for c in cells if c is not None and c["provenance"].get("machine") != here]
+    again = joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(experiments.compute_cell)(func, cell["provenance"]["config"])
+                                           for func, cell in todo)
+    report = {"cells": len(todo), "retimed": 0, "differs": {}, "limited": []}
+    for (func, cell), new in zip(todo, again):
+        result, old = experiments.stored_form(new["result"]), cell["provenance"]
+        if experiments.limited(cell["result"]) or experiments.limited(result):
+            report["limited"].append(cell["key"])
+        elif found := experiments.differences(cell["result"], result, tolerance=tolerance):
+            report["differs"][cell["key"]] = found
+        else:
+            new["provenance"]["retimed"] = {k: old.get(k) for k in ("machine", "wall_time_s", "date")}
+            store.put(func, old["config"], new)
+            report["retimed"] += 1
+    for func in {func for func, _ in todo}:
+        store.compact(func)
+    return report
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m explainopt.book", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -1139,6 +1177,13 @@ def main(argv: list[str] | None = None) -> int:
     p_reval.add_argument("--recompute-under", type=float, default=RECOMPUTE_UNDER_S, metavar="S",
                          help="stale cells that took at most S seconds are all computed again, not sampled")
     p_reval.add_argument("--jobs", type=int, default=1, help="parallel workers")
+    p_retime = sub.add_parser("retime", help="compute stored cells again on this machine, so that their wall times "
+                                              "compare with this machine's other cells")
+    p_retime.add_argument("chapter", help="chapter number, e.g. 05")
+    p_retime.add_argument("--scale", default="paper", choices=COMMITTED)
+    p_retime.add_argument("--grids", nargs="+", help="only these grids of the chapter")
+    p_retime.add_argument("--where", nargs="+", metavar="KEY=VALUE", help="only cells whose configuration has these values")
+    p_retime.add_argument("--jobs", type=int, default=1, help="parallel workers")
     p_build = sub.add_parser("build", help="build the HTML book with jupyter-book (execution off)")
     p_build.add_argument("--warnings-as-errors", action="store_true")
     p_student = sub.add_parser("student", help="a student's copy of a chapter at the smoke scale, opened in JupyterLab")
@@ -1167,6 +1212,14 @@ def main(argv: list[str] | None = None) -> int:
         reports = revalidate(args.only, args.scale, recompute_under=args.recompute_under, fraction=args.fraction,
                              minimum=args.minimum, n_jobs=args.jobs)
         return 1 if any(r["differs"] for r in reports) else 0
+    elif args.command == "retime":
+        report = retime(args.chapter, args.scale, grids=args.grids, n_jobs=args.jobs,
+                        where=dict(_key_value(text) for text in args.where or ()) or None)
+        print(f"[explainopt] chapter {args.chapter}: {report['retimed']} of {report['cells']} cells retimed"
+              + (f"; decided by a limit, kept: {len(report['limited'])}" if report["limited"] else "")
+              + ("; do not reproduce, kept: " + "; ".join(f"{k[:8]} {d[0]}" for k, d in report["differs"].items())
+                 if report["differs"] else ""))
+        return 1 if report["differs"] else 0
     elif args.command == "student":
         copy = prepare_student_copy(args.chapter)
         print(f"[explainopt] {copy.relative_to(ROOT)} (scale smoke; change the parameters cell to go further)")
