@@ -106,8 +106,7 @@ def test_a_pair_without_a_valid_counterfactual_on_one_side_is_left_out_and_count
     frame = pd.DataFrame(base + _rows(CH.REGION, "network", [0.9] * 6, param=CH.RHO))
     claim = CH.h5_region_retrained_network(frame)
     assert claim.verdict == REPRODUCED and claim.evidence == 5
-    assert claim.why == ("1 of the 6 factuals left out: one side has no valid counterfactual (none found, or not "
-                         "of the target class)")
+    assert claim.why == "1 of the 6 factuals left out: the method has no valid counterfactual, or the comparator none"
 
 
 def test_a_region_or_proplace_point_of_the_wrong_class_fails_h2_and_h3():
@@ -169,7 +168,53 @@ def _pairs(ours, base, col="retrained"):
 def test_a_sign_test_p_above_5_percent_does_not_print_as_0_05():
     """Audit 5 C5: chapter 6's hypotheses printed their numbers on the wrong side of the bounds."""
     c = CH.h6_region_retrained_forest(_pairs([0.9] * 44 + [0.1] * 29, [0.1] * 44 + [0.9] * 29))
-    assert c.verdict == DIFFERS and "p = 0.05)" not in c.ours
+    assert c.verdict == NOT_RUN and "p = 0.05)" not in c.ours   # 44 wins of 73: not significant either way
+    assert "neither side measures higher on significantly more factuals" in c.why and "0.97 for lower" in c.ours
+
+
+def test_a_comparison_fails_only_on_a_significant_result_the_other_way():
+    """Audit 40 F1: any result short of a significant win read *differs* ("the claim does not hold"): 4 wins and
+    1 loss, or paper H9's 2 wins and 3 losses with the method's mean higher (p = 0.5 the other way)."""
+    assert CH.h6_region_retrained_forest(_pairs([0.9] * 5, [0.1] * 5)).verdict == REPRODUCED
+    assert CH.h6_region_retrained_forest(_pairs([0.1] * 5, [0.9] * 5)).verdict == DIFFERS        # p = 0.031 lower
+    assert CH.h6_region_retrained_forest(_pairs([0.9] * 4 + [0.1], [0.1] * 4 + [0.9])).verdict == NOT_RUN
+    mixed = CH.h6_region_retrained_forest(_pairs([0.9, 0.9, 0.1, 0.1, 0.1], [0.1, 0.1, 0.2, 0.2, 0.2]))
+    assert mixed.verdict == NOT_RUN and "higher on 2, lower on 3" in mixed.ours
+    # more losses, significant, but the method's mean higher: no claim that it is lower either
+    assert CH.h6_region_retrained_forest(_pairs([1.0] + [0.4] * 5, [0.0] + [0.5] * 5)).verdict == NOT_RUN
+
+
+def test_certified_radii_within_the_solvers_margin_are_ties():
+    """Audit 40 F3: two of paper H9's losses were radii of 1.0e-5 against 1.5e-5, both points on a forest split
+    (the MILP's strictness margin 1e-5, stretched x1.5): one point on the boundary, not a loss."""
+    frame = _matched(CH.DIRECT_SAA, "forest", [1e-5] * 5, [1e-5] * 5, [1.5e-5] * 5, param=CH.ALPHA)
+    claim = CH.h9_saa_radius(frame)
+    assert claim.verdict == NOT_RUN and "5 of the 5 factuals are ties" in claim.why
+    assert CH.h9_saa_radius(_matched(CH.DIRECT_SAA, "forest", [1e-5] * 5, [1e-5] * 5, [2e-4] * 5,
+                                     param=CH.ALPHA)).verdict == DIFFERS
+
+
+def test_a_comparator_not_of_the_target_class_enters_with_its_measure():
+    """Audit 40 F4: the nearest stretched to Direct-SAA's distance, not of the target class (radius 0), dropped
+    the pair as 'one side has no valid counterfactual', the clearest case of a method that bought more than
+    distance."""
+    frame = _matched(CH.DIRECT_SAA, "forest", [0.2] * 5, [1e-5] * 5, [0.0] * 5, param=CH.ALPHA).assign(distance=0.5)
+    frame.loc[frame["method"] == CH.STRETCHED_TO, "valid"] = False
+    assert CH.h9_saa_radius(frame).verdict == REPRODUCED
+    frame.loc[frame["method"] == CH.STRETCHED_TO, "distance"] = np.nan          # no point at all: left out
+    assert CH.h9_saa_radius(frame).verdict == NOT_RUN
+
+
+def test_a_comparator_held_short_by_the_box_that_still_measures_higher_is_a_loss():
+    """Audit 40 F5: a short comparator was left out whatever it measured; one that spends less distance and is
+    more robust is a loss at a lower cost (paper H7: 9 of its 37 short pairs)."""
+    frame = _matched(CH.PROPLACE, "network", [0.1] * 5, [1e-5] * 5, [0.3] * 5, param=0.03).assign(distance=1.0)
+    frame.loc[frame["method"] == CH.STRETCHED_TO, "distance"] = 0.5               # held short by the box
+    claim = CH.h7_proplace_radius(frame)
+    assert claim.verdict == DIFFERS and "5 held short but kept" in claim.why
+    frame.loc[frame["method"] == CH.STRETCHED_TO, "radius_linf"] = 0.05           # short, and the method wins
+    claim = CH.h7_proplace_radius(frame)
+    assert claim.verdict == NOT_RUN and "5 of the 5 factuals left out: the box [0, 1] held" in claim.why
 
 
 def test_a_higher_mean_does_not_print_as_an_equal_one():
@@ -410,8 +455,7 @@ def test_a_method_that_found_no_counterfactual_is_counted_against_its_stretched_
     frame.loc[(frame["method"] == method) & (frame["factual"] == 5), ["valid", "radius_linf"]] = [False, np.nan]
     claim = check(frame)
     assert claim.verdict == REPRODUCED and claim.evidence == 5
-    assert claim.why == ("1 of the 6 factuals left out: one side has no valid counterfactual (none found, or not "
-                         "of the target class)")
+    assert claim.why == "1 of the 6 factuals left out: the method has no valid counterfactual, or the comparator none"
 
 
 def test_h4_does_not_call_a_threshold_out_of_reach_a_solver_that_stopped():

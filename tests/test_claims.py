@@ -210,14 +210,16 @@ def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
     `_paired` frame has since 788417f; without it this test raised KeyError.)"""
     ties = pd.DataFrame({"ours": [1.0] + [0.5] * 9, "base": [0.0] + [0.5] * 9, "both_valid": True})
     one = C6._better(ties, "06-h10-region-vs-stretched", minimum=3)
-    assert one.verdict == NOT_RUN and "sign test p = 0.5" in one.ours and "9 of the 10 factuals are ties" in one.why
+    assert one.verdict == NOT_RUN and "sign tests p = 0.5 for higher" in one.ours and "9 of the 10 factuals are ties" in one.why
     assert one.explanation == "Too little evidence: 1 of the 5 decisive factuals (ties left out) the rule needs were counted."
     three = pd.DataFrame({"ours": [1.0] * 3 + [0.5] * 2, "base": [0.0] * 3 + [0.5] * 2, "both_valid": True})
     assert C6._better(three, "06-h9-saa-radius", minimum=3).verdict == NOT_RUN      # p = 0.125 at best
     five = pd.DataFrame({"ours": [1.0] * 5, "base": [0.0] * 5, "both_valid": True})
     assert C6._better(five, "06-h9-saa-radius", minimum=3).verdict == REPRODUCED    # p = 0.031
     mixed = pd.DataFrame({"ours": [1.0] * 4 + [0.0] * 2, "base": [0.0] * 4 + [1.0] * 2, "both_valid": True})
-    assert C6._better(mixed, "06-h9-saa-radius").verdict == DIFFERS                 # 4 of 6: p = 0.34
+    assert C6._better(mixed, "06-h9-saa-radius").verdict == NOT_RUN   # 4 of 6: p = 0.34, no loss either (audit 40 F1)
+    lost = pd.DataFrame({"ours": [0.0] * 5, "base": [1.0] * 5, "both_valid": True})
+    assert C6._better(lost, "06-h9-saa-radius").verdict == DIFFERS                  # p = 0.031 the other way
     assert C6.sign_test(5, 0) == pytest.approx(1 / 32) and C6.sign_test(0, 0) == 1.0
 
 
