@@ -194,6 +194,16 @@ def test_certified_radii_within_the_solvers_margin_are_ties():
                                      param=CH.ALPHA)).verdict == DIFFERS
 
 
+def test_ties_that_compare_a_counterfactual_with_itself_are_named():
+    """Audit 40 F2: 37 of paper H10's 48 ties were one point (the region's centre is the stretched nearest):
+    the method bought nothing there, which "ties" alone did not say."""
+    frame = _pairs([0.5] * 6, [0.5] * 6)
+    frame["x"] = [np.array([0.1, 0.2])] * 6 + [np.array([0.1, 0.2])] * 4 + [np.array([0.3, 0.2])] * 2
+    claim = CH.h6_region_retrained_forest(frame)
+    assert claim.verdict == NOT_RUN and "6 of the 6 factuals are ties (4 of them one point" in claim.why
+    assert "one point" not in CH.h6_region_retrained_forest(_pairs([0.5] * 6, [0.5] * 6)).why
+
+
 def test_a_comparator_not_of_the_target_class_enters_with_its_measure():
     """Audit 40 F4: the nearest stretched to Direct-SAA's distance, not of the target class (radius 0), dropped
     the pair as 'one side has no valid counterfactual', the clearest case of a method that bought more than

@@ -490,7 +490,7 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
         base, keys = ok[(ok["method"] == against) & (ok["against"] == method)], ["dataset", "factual", "param"]
     else:
         base, keys = ok[(ok["method"] == against) & ok["recommended"].astype(bool)], ["dataset", "factual"]
-    cols = list(dict.fromkeys([col, "distance", "valid"]))
+    cols = list(dict.fromkeys([col, "distance", "valid", *(["x"] if "x" in ok else [])]))
     # every factual of the method stays: one without a comparator (the nearest is stretched only to a point the
     # method found) is a pair with no valid counterfactual on that side, counted by `_better` (audit 20b)
     merged = sel[keys + cols].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
@@ -569,6 +569,7 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     n = len(pairs)
     wins = int((pairs["ours"] > pairs["base"] + tie).sum()) if n else 0
     losses = int((pairs["ours"] < pairs["base"] - tie).sum()) if n else 0
+    same = _same_points(pairs[(pairs["ours"] - pairs["base"]).abs() <= tie]) if n else 0
     if n == 0:
         return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=max(minimum, MIN_DECISIVE),
                             why=left_out)
@@ -584,8 +585,20 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
             f"lower on {losses} of {n} factuals (sign tests p = {beside(p, '.2g', SIGN_TEST_LEVEL)} for higher, "
             f"{beside(p_lower, '.2g', SIGN_TEST_LEVEL)} for lower)")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why="; ".join(filter(None, [neither, f"{n - wins - losses} of the {n} factuals are ties"
+                        why="; ".join(filter(None, [neither, f"{n - wins - losses} of the {n} factuals {'is a tie' if n - wins - losses == 1 else 'are ties'}"
+                                                    + (f" ({same} of them one point: the method's counterfactual is "
+                                                       "the comparator)" if same else "")
                                                     if wins + losses < n else "", left_out])))
+
+
+def _same_points(pairs: pd.DataFrame, atol: float = 1e-6) -> int:
+    """How many of `pairs` (a :func:`_paired` frame with the points ``x`` and ``x_base``) compare a counterfactual
+    with itself: a tie that says the method bought nothing beyond the comparator (audit 40 F2)."""
+    if not {"x", "x_base"} <= set(pairs) or pairs.empty:
+        return 0
+    return sum(a is not None and b is not None and np.shape(a) == np.shape(b)
+               and bool(np.max(np.abs(np.asarray(a, float) - np.asarray(b, float)), initial=0.0) < atol)
+               for a, b in zip(pairs["x"], pairs["x_base"]))
 
 
 def _smallest(id: str, values: pd.Series, name: str, bound: float, *, minimum: int, wrong_class: int = 0) -> Claim:
