@@ -1157,7 +1157,8 @@ def claim_benchmark_time(ratios, *, datasets=None, min_factuals: int = MIN_SOLVE
                      f"{len(counted)} of {len(ratios)} datasets have a ratio on at least {min_factuals} factuals"
                      + (f" ({', '.join(few)})" if few else "")
                      + (f"; left out, whose naive and benchmark cells do not carry one machine's stamp (times of "
-                        f"two machines do not compare; cells before the processor was recorded name none): "
+                        f"two machines do not compare; cells before the processor was recorded name none; "
+                        f"`python -m explainopt.book retime 05` computes one side again on the other's machine): "
                         f"{', '.join(f'{d} {n}' for d, n in other.items())} factuals" if other else "")
                      + (f"; solves stopped at our time limit (the paper solves to optimality) make the ratio "
                         f"{', '.join(bounds)}, which decides only on its side" if bounds else ""))
