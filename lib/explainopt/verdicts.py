@@ -234,7 +234,7 @@ def claim_key(c: reporting.Claim | dict) -> str:
     return c.get("id") or c["claim"]
 
 
-VERDICT_TABLE_COLUMNS = {"Id": 9, "Claim": 24, "Paper": 14, "Ours": 17, "Verdict": 9, "Why": 27}
+VERDICT_TABLE_COLUMNS = {"Id": 12, "Claim": 19, "Paper": 13, "Ours": 17, "Verdict": 13, "Why": 26}
 
 
 def _why_beside(c: DeclaredClaim) -> str:
