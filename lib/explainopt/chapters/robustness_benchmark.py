@@ -558,7 +558,7 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     on at least `minimum` decisive pairs (at least :data:`MIN_DECISIVE`), so one win among ties cannot pass.
     A pair is left out where the method has no valid counterfactual or the comparator none at all, where the
     measure is missing on one side, and, against a stretched comparator, where it is not at the same distance
-    and does not measure higher (:func:`at_the_same_distance`); the reason counts each."""
+    (:func:`at_the_same_distance`); the reason counts each, and the ties that are one point."""
     both = pairs[pairs["both_valid"].astype(bool)]
     invalid = (f"{len(pairs) - len(both)} of the {len(pairs)} factuals left out: the method has no valid "
                "counterfactual, or the comparator none") if len(both) < len(pairs) else ""
@@ -587,11 +587,12 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     ours = (f"mean {beside(mean, '.3g', middle)}{unit} vs {beside(base, '.3g', middle)}{unit}; higher on {wins}, "
             f"lower on {losses} of {n} factuals (sign tests p = {beside(p, '.2g', SIGN_TEST_LEVEL)} for higher, "
             f"{beside(p_lower, '.2g', SIGN_TEST_LEVEL)} for lower)")
+    ties = n - wins - losses
+    tied = (f"{ties} of the {n} factuals {'is a tie' if ties == 1 else 'are ties'}"
+            + (f" ({same} of them one point: the method's counterfactual is the comparator)" if same else "")
+            if ties else "")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why="; ".join(filter(None, [neither, f"{n - wins - losses} of the {n} factuals {'is a tie' if n - wins - losses == 1 else 'are ties'}"
-                                                    + (f" ({same} of them one point: the method's counterfactual is "
-                                                       "the comparator)" if same else "")
-                                                    if wins + losses < n else "", left_out])))
+                        why="; ".join(filter(None, [neither, tied, left_out])))
 
 
 def _same_points(pairs: pd.DataFrame, atol: float = 1e-6) -> int:
