@@ -917,8 +917,18 @@ def _miss_word(missed, curves, dataset: str, label: str = "Direct-SAA") -> str:
     return "not run" if judged is None else "short of a target within noise"
 
 
-def _verdict_word(ok) -> str:
-    return "not run" if ok is None else ("meets every target" if ok else "misses a target")
+def _verdict_word(ok, within_noise: bool = False) -> str:
+    """A :func:`meets_targets` reading in words; `within_noise`: a rate below its target counted as met."""
+    return ("not run" if ok is None else "misses a target" if not ok else
+            "meets every target (one short within noise)" if within_noise else "meets every target")
+
+
+def _within_noise(curves, *, dataset: str, label: str = "Direct-SAA") -> bool:
+    """Whether :func:`meets_targets` reads `dataset`'s `label` curve as met with a rate below its target (within
+    noise, the lenient reading of a "meets" claim; :func:`misses_a_target` leaves it undecided), which the
+    verdict then says."""
+    return meets_targets(curves, dataset=dataset, label=label) is True and misses_a_target(
+        curves, dataset=dataset, label=label) is None
 
 
 def claim_verified(checks) -> Claim:
@@ -1025,9 +1035,11 @@ def claim_direct_saa_targets(curves, *, datasets) -> Claim:
     unknown = len(others) - len(known) + (spambase is None)
     holds = count_decides(as_paper, unknown, lambda k: k == len(others) + 1) if others else None
     misses = [m for d in known if not ok[d] for m in target_misses(curves, dataset=d)]
+    noisy = [d for d in known if _within_noise(curves, dataset=d)]
     return CLAIMS.claim("05-direct-saa-targets",
                         ours=f"{sum(bool(ok[d]) for d in known)} of {len(known)} meet every target"
                              + (f" ({len(others) - len(known)} not run)" if len(known) < len(others) else "")
+                             + (f"; met with a rate short within noise: {', '.join(noisy)}" if noisy else "")
                              + (f"; misses: {'; '.join(misses)}" if misses else "")
                              + f" (Spambase: {_miss_word(missed, curves, 'Spambase')})",
                         holds=holds, why=_TARGET_RULE, evidence=len(known) + (spambase is not None),
@@ -1039,7 +1051,8 @@ def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
     label = f"Robust-SAA (beta={beta:g})"
     ok = meets_targets(curves, dataset="Spambase", label=label)
     counted, needed = rates_counted(curves, dataset="Spambase", label=label)
-    return CLAIMS.claim("05-robust-saa-spambase", fields={"beta": beta}, ours=_verdict_word(ok), holds=ok,
+    return CLAIMS.claim("05-robust-saa-spambase", fields={"beta": beta},
+                        ours=_verdict_word(ok, _within_noise(curves, dataset="Spambase", label=label)), holds=ok,
                         why=_TARGET_RULE, evidence=counted, minimum=needed)
 
 
@@ -1201,7 +1214,8 @@ def claim_evolving_robust(curves, *, beta: float = 0.05) -> Claim:
     known = {d: v for d, v in ok.items() if v is not None}
     holds = count_decides(sum(known.values()), len(EVOLVING_ROBUST) - len(known), lambda k: k == len(EVOLVING_ROBUST))
     return CLAIMS.claim("05-evolving-robust", fields={"beta": beta},
-                        ours=", ".join(f"{d}: {_verdict_word(v)}" for d, v in ok.items()),
+                        ours=", ".join(f"{d}: {_verdict_word(v, _within_noise(curves, dataset=d, label=label))}"
+                                       for d, v in ok.items()),
                         holds=holds, why=_TARGET_RULE, evidence=len(known), minimum=len(EVOLVING_ROBUST),
                         failure_decides=True)
 
