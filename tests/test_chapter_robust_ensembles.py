@@ -1298,6 +1298,16 @@ def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():
     assert CH.claim_direct_saa_targets(within, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN
 
 
+def test_the_dominance_claim_says_how_many_of_the_points_an_saa_point_could_dominate_are():
+    """Audit 40c H2: 8 of the 9 undominated points of paper 05-dominance are 1-LOF points at naive's counterfactuals,
+    which no SAA point can dominate strictly (every SAA threshold at least naive's); '62% of 24' alone hid that
+    15 of the other 16 are dominated."""
+    points = pd.DataFrame({"dataset": "A", "label": ["Direct-SAA", "1-LOF", "1-LOF", "isolation forest"],
+                           "distance": [0.2, 0.1, 0.3, 0.3], "rate": [0.9, 0.8, 0.8, 0.95], "n": 30})
+    claim = CH.claim_dominance(points, datasets=["A"])
+    assert "33% of 3 benchmark points strictly dominated; 1 of the 2 that an SAA point could dominate" in claim.ours
+
+
 def test_a_meets_claim_says_when_it_counts_a_rate_short_within_noise_as_met():
     """Session 40: the 'meets every target' claims read a shortfall within noise as met (their declared rule);
     paper 05-direct-saa-targets (Credit-Card-Default, German-Credit), 05-robust-saa-spambase and 05-evolving-robust

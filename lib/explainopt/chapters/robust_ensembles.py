@@ -1075,9 +1075,11 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None) -> Clai
     open_ = (f"; {unknown} points still open (on fewer counterfactuals, without SAA points of as many, or of "
              f"datasets not benchmarked yet) could carry the pooled share across {share_needed:.0%}"
              if holds is None and not missing(share) else "")
+    closest = closest_benchmark_points(points) if len(points) else 0
+    could = f"; {dominated} of the {counted - closest} that an SAA point could dominate" if 0 < closest < counted else ""
     return CLAIMS.claim("05-dominance",
                         ours="no benchmark point" if missing(share) else
-                        f"{beside(share, '.0%', share_needed)} of {counted} benchmark points strictly dominated",
+                        f"{beside(share, '.0%', share_needed)} of {counted} benchmark points strictly dominated" + could,
                         holds=holds, evidence=counted, minimum=1,
                         why=f"{counted} of the {len(bench)} benchmark points (isolation forest, 1-LOF) computed rest on "
                             f"at least {MIN_PER_POINT} counterfactuals" + open_ + _closest_text(points))
