@@ -241,6 +241,13 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     within = CH.claim_benchmark_time(ratio.assign(ratio=1.4, capped=""), min_factuals=2)
     assert within.verdict == NOT_RUN and "within 2x of 1, which load alone can move" in within.why
     assert CH.claim_benchmark_time(ratio.assign(ratio=0.7, capped=""), min_factuals=2).verdict == NOT_RUN
+    # the band's edges decide nothing; a bound outside it is no ratio "within" it (audit 40d I1, I5)
+    for edge in (2.0, 0.5):
+        assert CH.claim_benchmark_time(ratio.assign(ratio=edge, capped=""), min_factuals=2).verdict == NOT_RUN
+    bound = CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2)      # a lower bound below 1/2
+    assert bound.verdict == NOT_RUN and "within 2x" not in bound.why and "a lower bound" in bound.why
+    with pytest.raises(ValueError, match="at least 1"):
+        CH.claim_benchmark_time(ratio, min_factuals=2, band=0.5)
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
     ax = FIG.plot_solve_times(times)
     assert ax.get_yscale() == "log"
@@ -315,12 +322,14 @@ def test_a_judged_miss_still_decides_beside_an_unjudged_rate():
     assert CH.meets_targets(curves, dataset="A") is False
 
 
-@pytest.mark.parametrize("ratio, verdict", [(1.04, NOT_RUN), (0.96, NOT_RUN), (2.2, REPRODUCED), (0.45, DIFFERS)])
-def test_a_benchmark_time_ratio_is_printed_on_its_side_of_1(ratio, verdict):
-    """Audit 5 C4: 05-benchmark-time (within LOAD_BAND of 1 undecided, audit 40c H3)."""
+@pytest.mark.parametrize("ratio, verdict, printed", [(1.96, NOT_RUN, "COMPAS 1.96x"), (2.04, REPRODUCED, "COMPAS 2.04x"),
+                                                     (0.496, DIFFERS, "COMPAS 0.496x"), (0.504, NOT_RUN, "COMPAS 0.504x")])
+def test_a_benchmark_time_ratio_is_printed_on_its_side_of_the_band(ratio, verdict, printed):
+    """Audit 5 C4: 05-benchmark-time printed its ratio on the wrong side of 1; audit 40d I2: of the band's edges
+    (2 and 1/2, audit 40c H3), 1.96 and 2.04 both printed "2.0x"."""
     c = CH.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": ratio}, dtype=float), "capped": "",
                                               "factuals": CH.MIN_SOLVES}))
-    assert c.verdict == verdict and c.ours != "COMPAS 1.0x"
+    assert c.verdict == verdict and c.ours == printed
 
 
 
