@@ -670,7 +670,7 @@ def test_the_status_page_has_a_table_per_scale(monkeypatch, tmp_path):
     page = book.write_status_page(built).read_text()
     assert [h for h in page.splitlines() if h.startswith("## ")] == [
         "## This build (smoke scale)", "## Book scale", "## Paper scale", "## Every claim, by scale"]
-    assert "| 05 | 0 of 1 checked reproduced, 0 partly, 1 differs; all 1 checked |" in page
+    assert "| 05 | 0 of 1 decided reproduced, 0 partly, 1 differs; all 1 run |" in page
     reporting.save_chapter_results("05", [reporting.claim("a", paper=1, ours=1, holds=False)], {"scale": "book"},
                                    folder=built / "results")
     assert "This build" not in book.write_status_page(built).read_text()  # a book build is the committed book table
@@ -721,8 +721,8 @@ def test_the_landing_page_includes_the_totals_computed_from_the_committed_result
                                        folder=tmp_path / "results" / "paper")
     book.write_pages(tmp_path)
     rows = _table_rows((tmp_path / "verdict_totals.md").read_text(encoding="utf-8"))
-    assert rows[0] == ["**every chapter**", "2 of 4 checked reproduced, 0 partly, 2 differ; all 4 checked",
-                       "2 of 2 checked reproduced, 0 partly, 0 differ; 2 of 4 not run; on a partial grid: chapters 06"]
+    assert rows[0] == ["**every chapter**", "2 of 4 decided reproduced, 0 partly, 2 differ; all 4 run",
+                       "2 of 2 decided reproduced, 0 partly, 0 differ; 2 of 4 not run; on a partial grid: chapters 06"]
     assert rows[1][0] == "{doc}`/book/chapters/01_optimizing_explanations`" and "on 4 of 4 cells" in rows[1][2]
     assert rows[2][2].endswith("on 10 of 240 cells (partial grid)") and len(rows) == 3
     assert "{include} chapters/verdict_totals.md" in (ROOT / "book" / "intro.md").read_text()

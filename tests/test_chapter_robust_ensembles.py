@@ -15,7 +15,7 @@ from explainopt.chapters import settings
 from explainopt.counterfactuals.ensembles import (binomial_interval, ensemble_counterfactual, feature_weights,
                                                   fit_isolation_forest)
 from explainopt.datasets import load_dataset
-from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
+from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED, UNDECIDED
 
 # --------------------------------------------------------------------------- simulations
 
@@ -235,17 +235,17 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     assert ratio.loc["COMPAS", "capped"] == "numerator"               # 1-LOF's unsolved 99 s: a lower bound
     assert ratio.loc["COMPAS", "factuals"] == 2
     assert CH.claim_benchmark_time(ratio, min_factuals=2).verdict == REPRODUCED
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == NOT_RUN   # a lower bound below 1 decides nothing
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == UNDECIDED   # a lower bound below 1 decides nothing
     assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped=""), min_factuals=2).verdict == DIFFERS
     # within LOAD_BAND of 1 a ratio decides neither way (audit 40c H3)
     within = CH.claim_benchmark_time(ratio.assign(ratio=1.4, capped=""), min_factuals=2)
-    assert within.verdict == NOT_RUN and "within 2x of 1, which load alone can move" in within.why
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.7, capped=""), min_factuals=2).verdict == NOT_RUN
+    assert within.verdict == UNDECIDED and "within 2x of 1, which load alone can move" in within.why
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.7, capped=""), min_factuals=2).verdict == UNDECIDED
     # the band's edges decide nothing; a bound outside it is no ratio "within" it (audit 40d I1, I5)
     for edge in (2.0, 0.5):
-        assert CH.claim_benchmark_time(ratio.assign(ratio=edge, capped=""), min_factuals=2).verdict == NOT_RUN
+        assert CH.claim_benchmark_time(ratio.assign(ratio=edge, capped=""), min_factuals=2).verdict == UNDECIDED
     bound = CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2)      # a lower bound below 1/2
-    assert bound.verdict == NOT_RUN and "within 2x" not in bound.why and "a lower bound" in bound.why
+    assert bound.verdict == UNDECIDED and "within 2x" not in bound.why and "a lower bound" in bound.why
     with pytest.raises(ValueError, match="at least 1"):
         CH.claim_benchmark_time(ratio, min_factuals=2, band=0.5)
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
@@ -322,8 +322,8 @@ def test_a_judged_miss_still_decides_beside_an_unjudged_rate():
     assert CH.meets_targets(curves, dataset="A") is False
 
 
-@pytest.mark.parametrize("ratio, verdict, printed", [(1.96, NOT_RUN, "COMPAS 1.96x"), (2.04, REPRODUCED, "COMPAS 2.04x"),
-                                                     (0.496, DIFFERS, "COMPAS 0.496x"), (0.504, NOT_RUN, "COMPAS 0.504x")])
+@pytest.mark.parametrize("ratio, verdict, printed", [(1.96, UNDECIDED, "COMPAS 1.96x"), (2.04, REPRODUCED, "COMPAS 2.04x"),
+                                                     (0.496, DIFFERS, "COMPAS 0.496x"), (0.504, UNDECIDED, "COMPAS 0.504x")])
 def test_a_benchmark_time_ratio_is_printed_on_its_side_of_the_band(ratio, verdict, printed):
     """Audit 5 C4: 05-benchmark-time printed its ratio on the wrong side of 1; audit 40d I2: of the band's edges
     (2 and 1/2, audit 40c H3), 1.96 and 2.04 both printed "2.0x"."""
@@ -384,7 +384,7 @@ def test_dominance_waits_while_points_on_too_few_counterfactuals_could_still_car
     few = far.assign(dataset="Adult", n=5)
     saa_few = saa.assign(dataset="Adult", n=5)
     open_ = CH.claim_dominance(pd.concat([saa, far, near, saa_few, *[few] * 10], ignore_index=True))
-    assert open_.verdict == NOT_RUN and "could carry the pooled share across 90%" in open_.why
+    assert open_.verdict == UNDECIDED and "could carry the pooled share across 90%" in open_.why
     assert "50% of 12" in open_.ours
     closed = CH.claim_dominance(pd.concat([saa, far, near, saa_few, few], ignore_index=True))   # 6 unknown: at most 12 of 18
     assert closed.verdict == DIFFERS
@@ -393,7 +393,7 @@ def test_dominance_waits_while_points_on_too_few_counterfactuals_could_still_car
                               datasets=["COMPAS", "Adult", "Spambase"]).verdict == DIFFERS     # at most 24 of 30
     all_far = pd.concat([saa, far, far], ignore_index=True)
     assert CH.claim_dominance(all_far).verdict == REPRODUCED
-    assert CH.claim_dominance(all_far, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN     # 12 of 24 at least
+    assert CH.claim_dominance(all_far, datasets=["COMPAS", "Spambase"]).verdict == UNDECIDED     # 12 of 24 at least
     # audit 28c D3: benchmark points with no SAA point of 30 counterfactuals in their dataset are not judged yet
     assert CH.claim_dominance(pd.concat([saa.assign(n=5), far], ignore_index=True)).verdict == NOT_RUN
 
@@ -442,14 +442,14 @@ def test_a_capped_direct_saa_solve_does_not_pass_the_solve_time_ratio():
     """Audit 9 G2: 05-solve-time read capped solves as measured."""
     # 1 of 20 Direct-SAA solves stopped at the 20 s cap: its mean 1.95 s is a lower bound, so "≤ 2x" is undecided
     c = _capped_claim([1.0] * 20, [1.0] * 19 + [20.0])
-    assert c.verdict == NOT_RUN and "lower bound" in c.why
+    assert c.verdict == UNDECIDED and "lower bound" in c.why
 
 
 def test_a_capped_naive_solve_does_not_fail_the_solve_time_ratio():
     """Audit 9 G2."""
     # 1 of 20 naive solves capped: the naive mean is a lower bound, the ratio 2.6 an upper bound: undecided
     c = _capped_claim([1.0] * 19 + [9.0], [3.6] * 20, cap=9.0)
-    assert c.verdict == NOT_RUN and "upper bound" in c.why
+    assert c.verdict == UNDECIDED and "upper bound" in c.why
 
 
 def test_a_bound_on_the_deciding_side_still_decides_the_solve_time_ratio():
@@ -812,7 +812,7 @@ def test_direct_saa_claim_needs_every_dataset_and_spambase():
     assert CH.claim_direct_saa_targets(_curves(ok + spambase_meets), datasets=datasets).verdict == DIFFERS
     adult_misses = [ok[0], ("Adult", "Direct-SAA", 0.9, 0.5)] + spambase_misses
     assert CH.claim_direct_saa_targets(_curves(adult_misses), datasets=datasets).verdict == DIFFERS
-    assert CH.claim_direct_saa_targets(_curves(ok), datasets=["COMPAS", "Adult"]).verdict == NOT_RUN
+    assert CH.claim_direct_saa_targets(_curves(ok), datasets=["COMPAS", "Adult"]).verdict == UNDECIDED
     assert CH.claim_direct_saa_targets(_curves(ok[:1] + spambase_misses), datasets=datasets).verdict == NOT_RUN
 
 
@@ -1255,11 +1255,11 @@ def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecide
     """Audit 39 D1: with 2 simulations even 10 of 10 valid reads an interval reaching 16%, so 05-large-forests
     ("below 25%") could not read *differs*: undecided, saying why. With 3 simulations all valid it differs."""
     two = CH.claim_large_forests(_spambase_table3([5, 5]))
-    assert two.verdict == NOT_RUN and "only 2 simulations of the paper's 20" in two.explanation
+    assert two.verdict == UNDECIDED and "only 2 simulations of the paper's 20" in two.explanation
     assert "in 2 simulations" in two.ours
     assert CH.claim_large_forests(_spambase_table3([5, 5, 5])).verdict == DIFFERS
     assert CH.claim_large_forests(_spambase_table3([0, 1, 0])).verdict == REPRODUCED
-    assert CH.claim_spambase_naive(_spambase_table3([5, 5]).assign(dataset="Spambase")).verdict == NOT_RUN
+    assert CH.claim_spambase_naive(_spambase_table3([5, 5]).assign(dataset="Spambase")).verdict == UNDECIDED
 
 
 def test_the_evolving_table_compares_the_same_simulations_with_fixed_data():
@@ -1282,7 +1282,7 @@ def test_a_below_bound_claim_is_left_undecided_exactly_when_no_outcome_reads_dif
 
     verdicts = {CH.claim_large_forests(_spambase_table3(ks, sizes)).verdict
                 for ks in itertools.product(*(range(size + 1) for size in sizes))}
-    assert (DIFFERS in verdicts) == (NOT_RUN not in verdicts)
+    assert (DIFFERS in verdicts) == verdicts.isdisjoint({UNDECIDED, NOT_RUN})
 
 
 def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():

@@ -16,7 +16,7 @@ from explainopt.chapters import robustness_benchmark as CH  # noqa: E402
 from explainopt.chapters import robustness_benchmark_figures as FIG  # noqa: E402
 from explainopt.chapters import settings  # noqa: E402
 from explainopt.encoders import model_predict  # noqa: E402
-from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED  # noqa: E402
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED, UNDECIDED  # noqa: E402
 
 TINY = dict(n_train=200, width=4, n_trees=7, depth=2, n_retrained=2, seed=0, norms=["linf"], forest_norms=["linf"],
             rhos=[CH.RHO], forest_rhos=[CH.RHO], delta_factors=[1.0], alphas=[CH.ALPHA], region_time_limit=5,
@@ -168,7 +168,7 @@ def _pairs(ours, base, col="retrained"):
 def test_a_sign_test_p_above_5_percent_does_not_print_as_0_05():
     """Audit 5 C5: chapter 6's hypotheses printed their numbers on the wrong side of the bounds."""
     c = CH.h6_region_retrained_forest(_pairs([0.9] * 44 + [0.1] * 29, [0.1] * 44 + [0.9] * 29))
-    assert c.verdict == NOT_RUN and "p = 0.05)" not in c.ours   # 44 wins of 73: not significant either way
+    assert c.verdict == UNDECIDED and "p = 0.05)" not in c.ours   # 44 wins of 73: not significant either way
     assert "neither side measures higher on significantly more factuals" in c.why and "0.97 for lower" in c.ours
 
 
@@ -177,12 +177,12 @@ def test_a_comparison_fails_only_on_a_significant_result_the_other_way():
     1 loss, or paper H9's 2 wins and 3 losses with the method's mean higher (p = 0.5 the other way)."""
     assert CH.h6_region_retrained_forest(_pairs([0.9] * 5, [0.1] * 5)).verdict == REPRODUCED
     assert CH.h6_region_retrained_forest(_pairs([0.1] * 5, [0.9] * 5)).verdict == DIFFERS        # p = 0.031 lower
-    assert CH.h6_region_retrained_forest(_pairs([0.9] * 4 + [0.1], [0.1] * 4 + [0.9])).verdict == NOT_RUN
+    assert CH.h6_region_retrained_forest(_pairs([0.9] * 4 + [0.1], [0.1] * 4 + [0.9])).verdict == UNDECIDED
     mixed = CH.h6_region_retrained_forest(_pairs([0.9, 0.9, 0.1, 0.1, 0.1], [0.1, 0.1, 0.2, 0.2, 0.2]))
-    assert mixed.verdict == NOT_RUN and "higher on 2, lower on 3" in mixed.ours
+    assert mixed.verdict == UNDECIDED and "higher on 2, lower on 3" in mixed.ours
     # lower on significantly more factuals (7 of 8, p = 0.035), but the method's mean higher: no verdict (audit 40b G3)
     split = CH.h6_region_retrained_forest(_pairs([1.0] + [0.4] * 7, [0.0] + [0.5] * 7))
-    assert split.verdict == NOT_RUN and "lower on significantly more factuals, but not on the mean" in split.why
+    assert split.verdict == UNDECIDED and "lower on significantly more factuals, but not on the mean" in split.why
 
 
 def test_certified_radii_within_the_solvers_margin_are_ties():

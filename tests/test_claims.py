@@ -19,7 +19,7 @@ from explainopt.chapters import optimizing_explanations as C1
 from explainopt.chapters import proplace as C4
 from explainopt.chapters import robust_regions as C2
 from explainopt.chapters import robustness_benchmark as C6
-from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED, UNDECIDED
 
 CHAPTERS = ("01", "02", "03", "04", "05", "06")
 
@@ -217,7 +217,7 @@ def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
     five = pd.DataFrame({"ours": [1.0] * 5, "base": [0.0] * 5, "both_valid": True})
     assert C6._better(five, "06-h9-saa-radius", minimum=3).verdict == REPRODUCED    # p = 0.031
     mixed = pd.DataFrame({"ours": [1.0] * 4 + [0.0] * 2, "base": [0.0] * 4 + [1.0] * 2, "both_valid": True})
-    assert C6._better(mixed, "06-h9-saa-radius").verdict == NOT_RUN   # 4 of 6: p = 0.34, no loss either (audit 40 F1)
+    assert C6._better(mixed, "06-h9-saa-radius").verdict == UNDECIDED   # 4 of 6: p = 0.34, no loss either (audit 40 F1)
     lost = pd.DataFrame({"ours": [0.0] * 5, "base": [1.0] * 5, "both_valid": True})
     assert C6._better(lost, "06-h9-saa-radius").verdict == DIFFERS                  # p = 0.031 the other way
     assert C6.sign_test(5, 0) == pytest.approx(1 / 32) and C6.sign_test(0, 0) == 1.0
@@ -290,7 +290,8 @@ def test_the_verdict_table_does_not_repeat_a_reason_the_explanation_quotes():
     """Read on the built page (stop 38): a claim not run on its check's own reason (05-dominance, enough
     points but the pooled share still open) showed that reason twice, in bold and again below."""
     c = C2.CLAIMS.claim("02-l2-slower", ours="x", holds=None, evidence=5, minimum=3, why="the share is still open")
-    assert c.explanation == "Too little evidence: the share is still open."
+    assert c.explanation == ("Undecided: 5 matched configurations with unequal iterations counted (the rule's minimum "
+                             "is 3), and on them the check reads neither way: the share is still open.")
     table = verdicts.verdict_table([c])
     assert table.html.count("the share is still open") == 2   # the row's explanation and the list under the table
     assert "the share is still open; Rule" not in table.markdown

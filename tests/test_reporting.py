@@ -16,6 +16,19 @@ def test_verdicts_follow_the_computed_check():
     assert claim("a", paper=0.81234, ours=0.5, holds=False).paper == "0.812"
 
 
+def test_a_check_reading_neither_way_is_undecided_on_its_minimum_evidence_and_not_run_below_it():
+    """Audit 40b G4: a check run on all the evidence its rule asks for that decided neither way read *not run*."""
+    assert claim("a", paper=1, ours="-", holds=None, evidence=6, minimum=5).verdict == "undecided"
+    assert claim("a", paper=1, ours="-", holds=None, evidence=5, minimum=5).verdict == "undecided"
+    below = claim("a", paper=1, ours="-", holds=True, evidence=4, minimum=5)
+    assert below.verdict == "not run" and "4 of the 5 cells" in below.why
+    assert claim("a", paper=1, ours="-", holds=None).verdict == "not run"          # no evidence counted
+    assert claim("a", paper=1, ours="-", holds=True, evidence=5, minimum=5).verdict == "reproduced"
+    many = ["reproduced"] * 4 + ["partly", "differs", "differs", "undecided", "not run", "not run"]
+    assert reporting.verdicts_text(many) == "4 of 7 decided reproduced, 1 partly, 2 differ; 1 undecided; 2 of 10 not run"
+    assert reporting.verdicts_text(["differs", "undecided"]) == "0 of 1 decided reproduced, 0 partly, 1 differs; 1 undecided; all 2 run"
+
+
 def test_invalid_verdict_is_refused():
     with pytest.raises(ValueError, match="verdict"):
         reporting.Claim("a", "1", "2", "maybe")
@@ -29,7 +42,7 @@ def test_status_table_counts_claims_per_chapter_naming_the_denominators(tmp_path
                          tables={"claims": claims_table(claims)})
     row = status_table(tmp_path).iloc[0]
     assert row["chapter"] == "01" and row["solvers"] == "clarabel"
-    assert row["verdicts"] == "1 of 2 checked reproduced, 0 partly, 1 differs; 1 of 3 not run"
+    assert row["verdicts"] == "1 of 2 decided reproduced, 0 partly, 1 differs; 1 of 3 not run"
     assert row["compute time"] == "not recorded"  # the render's wall time is not a compute time
     assert list(claims_table(claims).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
     assert list(claims_table([]).columns) == ["Claim", "Paper", "Ours", "Verdict", "Why"]
@@ -41,7 +54,7 @@ def test_status_shows_the_cells_compute_time_and_flags_a_partial_grid(tmp_path):
                           "wall_time_s": 3.4}, folder=tmp_path)
     row = status_table(tmp_path).iloc[0]
     assert row["grid"] == "1 840 of 4 320 cells (partial grid)" and row["compute time"] == "1.5 h"
-    assert row["verdicts"] == "1 of 1 checked reproduced, 0 partly, 0 differ; all 1 checked"
+    assert row["verdicts"] == "1 of 1 decided reproduced, 0 partly, 0 differ; all 1 run"
 
 
 LONG_CLAIM = ("Region-robust counterfactuals of a network survive larger model shifts than the nearest ones do, on "
@@ -85,8 +98,8 @@ def test_the_summary_box_shows_both_scales_and_flags_a_partial_grid(tmp_path):
     page = box._repr_html_()
     assert "book scale" in page and "paper scale" in page and "mean 0.9" in page and "mean 0.8" in page
     assert "10 of 240 cells (partial grid)" in page and "36 of 36 cells;" not in page and "A partial grid" in page
-    assert "1 of 2 checked reproduced, 0 partly, 1 differs; all 2 checked" in page
-    assert "1 of 1 checked reproduced, 0 partly, 0 differ; 1 of 2 not run" in page
+    assert "1 of 2 decided reproduced, 0 partly, 1 differs; all 2 run" in page
+    assert "1 of 1 decided reproduced, 0 partly, 0 differ; 1 of 2 not run" in page
     assert f'href="#{reporting.claim_anchor("H1")}"' in page and "H2 |θ| ≤ 1" in page
     assert "10 of 240 cells (partial grid)" in box._repr_markdown_()
 

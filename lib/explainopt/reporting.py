@@ -25,10 +25,14 @@ from IPython.display import Markdown, display
 
 from .experiments import ROOT, atomic_write_bytes
 
-REPRODUCED, PARTLY, DIFFERS, NOT_RUN = "reproduced", "partly", "differs", "not run"
-VERDICTS = (REPRODUCED, PARTLY, DIFFERS, NOT_RUN)
-#: The colour of each verdict's label: reproduced green, partly amber, differs red, not run grey.
-VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTLY: "#9a6700", DIFFERS: "#cf222e", NOT_RUN: "#6e7781"}
+REPRODUCED, PARTLY, DIFFERS = "reproduced", "partly", "differs"
+#: *undecided*: the check ran on at least the evidence its rule needs and reads neither way (within noise, a
+#: sign test short of significance, an undefined measure); *not run*: less evidence than that, or none counted.
+UNDECIDED, NOT_RUN = "undecided", "not run"
+VERDICTS = (REPRODUCED, PARTLY, DIFFERS, UNDECIDED, NOT_RUN)
+#: The colour of each verdict's label: reproduced green, partly amber, differs red, undecided purple, not run grey.
+VERDICT_COLOURS = {REPRODUCED: "#1a7f37", PARTLY: "#9a6700", DIFFERS: "#cf222e", UNDECIDED: "#8250df",
+                   NOT_RUN: "#6e7781"}
 
 
 @dataclass
@@ -75,16 +79,18 @@ def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, eviden
     """A claim whose verdict follows from a check computed from the run (`holds`).
 
     holds: True -> reproduced (or *partly* when `partly`, itself computed from the numbers), False ->
-    differs; None or NaN -> not run. evidence / minimum: how many cells (instances, counterfactuals, ...)
-    the check rests on and how many it needs; below the minimum the verdict is *not run*, whatever
-    `holds` says, and the reason names both numbers in `unit` (what is counted: cells, matched runs, ...).
+    differs; None or NaN -> *undecided* on at least the `minimum` of `evidence`, else *not run*.
+    evidence / minimum: how many cells (instances, counterfactuals, ...) the check rests on and how many it
+    needs; below the minimum the verdict is *not run*, whatever `holds` says, and the reason names both
+    numbers in `unit` (what is counted: cells, matched runs, ...); without `evidence`, undecided reads *not run*.
     """
-    if evidence is not None and evidence < minimum:
+    enough = evidence is not None and evidence >= minimum
+    if evidence is not None and not enough:
         holds = None
         why = f"{why}; " if why else ""
         why += f"{evidence} of the {minimum} {unit} this check needs were counted"
     if holds is None or (not isinstance(holds, (bool, np.bool_)) and pd.isna(holds)):
-        verdict = NOT_RUN
+        verdict = UNDECIDED if enough else NOT_RUN
     else:
         verdict = (PARTLY if partly else REPRODUCED) if bool(holds) else DIFFERS
     return Claim(claim, _fmt(paper), _fmt(ours), verdict, why)
@@ -145,13 +151,14 @@ def verdict_counts(verdicts) -> dict[str, int]:
 
 
 def verdicts_text(verdicts) -> str:
-    """The verdicts counted with their denominators: "4 of 7 checked reproduced, 1 partly, 2 differ; 2 of 9
-    not run" (or "; all 9 checked")."""
+    """The verdicts counted with their denominators: "4 of 7 decided reproduced, 1 partly, 2 differ; 1 undecided;
+    2 of 10 not run" (or "; all 10 run")."""
     n = verdict_counts(verdicts)
-    total, checked = sum(n.values()), sum(n.values()) - n[NOT_RUN]
+    total, decided = sum(n.values()), n[REPRODUCED] + n[PARTLY] + n[DIFFERS]
     differ = "differs" if n[DIFFERS] == 1 else "differ"
-    text = f"{n[REPRODUCED]} of {checked} checked reproduced, {n[PARTLY]} partly, {n[DIFFERS]} {differ}"
-    return text + (f"; {n[NOT_RUN]} of {total} not run" if n[NOT_RUN] else f"; all {total} checked")
+    text = f"{n[REPRODUCED]} of {decided} decided reproduced, {n[PARTLY]} partly, {n[DIFFERS]} {differ}"
+    text += f"; {n[UNDECIDED]} undecided" if n[UNDECIDED] else ""
+    return text + (f"; {n[NOT_RUN]} of {total} not run" if n[NOT_RUN] else f"; all {total} run")
 
 
 def cells_text(computed: int, total: int) -> str:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import reporting
-from .reporting import NOT_RUN, PARTLY, REPRODUCED, Rendered, missing
+from .reporting import NOT_RUN, PARTLY, REPRODUCED, UNDECIDED, Rendered, missing
 
 
 @dataclass
@@ -133,18 +133,22 @@ def interval_below(high, target) -> bool | None:
 
 def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = "") -> str:
     """Why a verdict is not *reproduced*, as one sentence computed from the claim: *too little evidence*
-    (not run: the cells counted against those needed, or the check's reason), a *deviation from the
-    paper's protocol* (the one named; for a claim not run, `undecided_by`, the deviation of ours that leaves
-    its cells undecided), or a *genuine finding* (our number and the paper's under the
+    (not run: the cells counted against those needed, or the check's reason), *undecided* (the evidence
+    counted against the rule's minimum, and the check's reason for reading neither way), a *deviation from
+    the paper's protocol* (the one named; for a claim not run or undecided, `undecided_by`, the deviation of
+    ours that leaves its cells undecided), or a *genuine finding* (our number and the paper's under the
     claim's rule). Empty for a reproduced claim."""
     if c.verdict == REPRODUCED:
         return ""
-    if c.verdict == NOT_RUN:
+    if c.verdict in (NOT_RUN, UNDECIDED):
         counted = (f"{c.evidence} of the {c.minimum} {c.unit} the rule needs were counted" if c.evidence is not None
                    and c.evidence < c.minimum else "")
         if undecided_by:  # the count too, said nowhere else (audit 28 D6)
             return (f"Deviation from the paper's protocol: {undecided_by}, so the check cannot decide"
                     + (f" ({counted})." if counted else "."))
+        if c.verdict == UNDECIDED:
+            return (f"Undecided: {c.evidence} {c.unit} counted (the rule's minimum is {c.minimum}), and on them the "
+                    f"check reads neither way: {c.why or 'it gives no reason'}.")
         return f"Too little evidence: {counted or c.why or 'the check found no data'}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
     numbers = f"ours: {c.ours}; the paper: {c.paper}"  # the paper's text may be "new (no paper measures it)"
@@ -214,12 +218,14 @@ class ClaimBook:
         computed). `failure_decides`: a claim on every item that failed on an item with enough evidence is
         decided (*differs*) even while other items have less than `minimum` (the rule says so); `pass_decides`:
         likewise for a claim on some item ("sometimes invalid") that holds on an item already counted;
-        `undecided_by`: the deviation of ours that leaves a claim *not run* on the cells it has."""
+        `undecided_by`: the deviation of ours that leaves a claim *not run* (or *undecided*) on the cells it has.
+        A claim whose check reads neither way on at least `minimum` is *undecided*, below it *not run*."""
         fields, unit = fields or {}, self.row(id)["unit"] or "cells"
         gate = None if (failure_decides and holds is False) or (pass_decides and holds is True) else evidence
         too_few = gate is not None and gate < minimum  # not run; the explanation counts the evidence, once
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
-                               ours=ours, holds=None if too_few else holds, **kwargs)
+                               ours=ours, holds=None if too_few else holds, minimum=minimum,
+                               evidence=evidence if evidence is not None and evidence >= minimum else None, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation,
                         undecided_by=undecided_by)

@@ -52,7 +52,7 @@ from ..counterfactuals.robustness import input_radius, largest_delta, score_marg
 from ..datasets import load_dataset
 from ..encoders import model_predict, torch_network
 from ..featurespace import box_spec
-from ..reporting import Claim
+from ..reporting import NOT_RUN, UNDECIDED, Claim
 from ..training import train_forest
 from ..verdicts import ClaimBook, all_of_at_least, beside
 from . import paper_table, solver_key
@@ -747,7 +747,7 @@ def findings(table: pd.DataFrame) -> str:
         g = table[table["Paper"] == kind]
         held = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "reproduced"]
         failed = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "differs"]
-        open_ = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "not run"]
+        open_ = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v in (UNDECIDED, NOT_RUN)]
         lines.append(f"- **{kind.capitalize()}**: held {', '.join(held) or 'none'}; failed {', '.join(failed) or 'none'}"
                      f"; undecided at this scale {', '.join(open_) or 'none'}.")
     return "\n".join(lines)
