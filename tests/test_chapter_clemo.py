@@ -12,7 +12,7 @@ from explainopt import experiments
 from explainopt.chapters import clemo as CH
 from explainopt.chapters import clemo_figures as FIG
 from explainopt.chapters import settings
-from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED, UNDECIDED
+from explainopt.reporting import DIFFERS, NOT_RUN, REPRODUCED
 
 KINDS = CH.KNAPSACK_TYPES
 
@@ -509,7 +509,7 @@ def test_figure3_and_figure9_claims():
     assert verdict(CH.figure9_claim(vrp_result(), n_chunks=4)) == REPRODUCED
     assert verdict(CH.figure9_claim(vrp_result(c02=0.2), n_chunks=4)) == DIFFERS
     missing = CH.figure9_claim(vrp_result(explained=("f",)), n_chunks=4)
-    assert missing.verdict == UNDECIDED and "not explained" in missing.why
+    assert missing.verdict == NOT_RUN and "not explained" in missing.why
     assert "0 of the 4" in CH.figure3_claim(None, n_chunks=4).explanation
     assert CH.figure9_claim(vrp_result(), n_chunks=4).why == ""
     assert CH.figure3_claim(vrp_result(), n_chunks=4).why.startswith("a depot cost's contribution is its coefficient")
@@ -773,7 +773,7 @@ def test_one_fit_that_fails_on_ten_instances_decides_sigma_whatever_another_lack
 
 def test_a_missing_figure9_contribution_is_undecided_not_failed():
     """Audit 7 E7."""
-    assert CH.figure9_claim(_figure9_vrp(np.nan), n_chunks=1).verdict == UNDECIDED
+    assert CH.figure9_claim(_figure9_vrp(np.nan), n_chunks=1).verdict == NOT_RUN
 
 
 def test_a_capped_slsqp_time_within_3x_of_the_paper_decides_nothing():
@@ -781,14 +781,14 @@ def test_a_capped_slsqp_time_within_3x_of_the_paper_decides_nothing():
     # the book scale caps SLSQP at 10 s: a 5-item run stopped there is 1.17x the paper's 8.54 s, but its own time
     # is unknown
     capped = table3(slsqp_s=(10.0, 60.0, 1, 1), status=("time_limit", "converged", "converged", "converged"))
-    assert CH.runtime_absolute_claim(capped).verdict == UNDECIDED
+    assert CH.runtime_absolute_claim(capped).verdict == NOT_RUN
 
 
 def test_a_capped_slsqp_time_does_not_read_faster_than_the_paper():
     """Audit 8 F3."""
     capped = table3(slsqp_s=(8.0, 10.0, 1, 1), status=("converged", "time_limit", "converged", "converged"))
     c = CH.runtime_absolute_claim(capped)
-    assert c.verdict == UNDECIDED and "faster" not in c.why
+    assert c.verdict == NOT_RUN and "faster" not in c.why
 
 
 def test_a_capped_time_already_beyond_3x_decides_the_failure():
@@ -801,7 +801,7 @@ def test_a_capped_slsqp_time_below_100x_lr_does_not_fail_the_ratio_claim():
     """Audit 8 F3."""
     # a run stopped at the cap would have taken longer: a ratio of 50 there is a lower bound, not a failure
     capped = table3(slsqp_s=(1.0, 2.0, 5.0, 0.05), lr_s=0.001)
-    assert CH.runtime_ratio_claim(capped).verdict == UNDECIDED
+    assert CH.runtime_ratio_claim(capped).verdict == NOT_RUN
     assert CH.runtime_ratio_claim(table3(slsqp_s=(1.0, 2.0, 5.0, 0.2), lr_s=0.001)).verdict == REPRODUCED
     uncapped = table3(slsqp_s=(1.0, 0.05, 5.0, 10.0), lr_s=0.001)       # 10 items converged at 50x LR
     assert CH.runtime_ratio_claim(uncapped).verdict == DIFFERS
@@ -1037,7 +1037,7 @@ def test_figure3_reads_a_decided_failure_when_no_depot_cost_contributes():
     claim = CH.figure3_claim(vrp, n_chunks=4)
     assert "10 of the top 10 are depot costs" in claim.ours and claim.verdict == DIFFERS
     vrp["contributions"]["CLEMO (SLSQP)"][0, :] = np.nan             # no surrogate: no data, not a failure
-    assert CH.figure3_claim(vrp, n_chunks=4).verdict == UNDECIDED
+    assert CH.figure3_claim(vrp, n_chunks=4).verdict == NOT_RUN
 
 
 def test_a_missing_arc_prediction_leaves_the_route_undecided_not_unused():

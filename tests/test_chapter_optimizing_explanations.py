@@ -223,7 +223,7 @@ def test_claim_low_agreement_in_4d():
     assert verdict(CH.claim_low_agreement_in_4d(agreement(low))) == R.REPRODUCED
     assert verdict(CH.claim_low_agreement_in_4d(agreement({**low, (4, "x^3", 10): 0.6}))) == R.DIFFERS
     assert verdict(CH.claim_low_agreement_in_4d(agreement({(4, "x^2", 5): 0.3}))) == R.NOT_RUN
-    assert verdict(CH.claim_low_agreement_in_4d(agreement({(4, "x^3", 5): np.nan}))) == R.UNDECIDED
+    assert verdict(CH.claim_low_agreement_in_4d(agreement({(4, "x^3", 5): np.nan}))) == R.NOT_RUN
     assert verdict(CH.claim_low_agreement_in_4d(EMPTY)) == R.NOT_RUN
 
 
@@ -232,7 +232,7 @@ def test_low_agreement_in_4d_needs_both_functions_and_names_the_tie_aware_readin
     """Audit 18a J1/J2: one function's cell decided a claim about two, and the reason did not say that the low
     agreement is strict argmax's (round-off ties broken), which counting ties as agreement lifts."""
     only_x3 = CH.claim_low_agreement_in_4d(agreement({(4, "x^3", 5): 0.4, (4, "x^3", 10): 0.3}))
-    assert verdict(only_x3) == R.UNDECIDED and "sin x" in only_x3.why
+    assert verdict(only_x3) == R.NOT_RUN and "sin x" in only_x3.why
     strict = agreement({(4, "x^3", 5): 0.4, (4, "sin x^3", 5): 0.45})
     aware = agreement({(4, "x^3", 5): 0.999, (4, "sin x^3", 5): 1.0, (4, "x^2", 5): 0.2})
     claim = CH.claim_low_agreement_in_4d(strict, aware)

@@ -19,7 +19,7 @@ from explainopt.chapters import settings  # noqa: E402
 from explainopt.counterfactuals.proplace import RobustNeighbours  # noqa: E402
 from explainopt.encoders import model_predict  # noqa: E402
 from explainopt.experiments import ResultStore, run_grid, stored_form  # noqa: E402
-from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED, UNDECIDED  # noqa: E402
+from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED  # noqa: E402
 
 DATASET = "carla/compas"  # the toy prep below stands in for compas (delta 0.025)
 
@@ -234,7 +234,7 @@ def test_l1_claim_counts_only_strictly_closer_methods_and_says_the_papers_table_
 
 
 def test_table1_claims_are_not_run_without_data_or_with_too_few_factuals():
-    assert verdicts(NO_DATA) == [UNDECIDED] * 4          # 8 factuals counted, but PROPLACE gave no number on them
+    assert verdicts(NO_DATA) == [NOT_RUN] * 4
     assert verdicts({}) == [NOT_RUN] * 4
     few = CH.claims(table_of(GOOD, n=2), pd.DataFrame(), n_retrained=2)
     assert [c.verdict for c in few[:4]] == [NOT_RUN] * 4 and "2 of the 5" in few[0].explanation
@@ -372,9 +372,9 @@ def test_a_missing_number_that_could_change_the_claim_leaves_it_not_run():
     rbr = table["method"] == "RBR"
     table.loc[rbr & table["dataset"].isin(["compas", "heloc"]), "l1"] = 1e-4     # lowest on 2 of 3, adult unknown
     undecided = CH.claim_rbr(table)
-    assert undecided.verdict == UNDECIDED and "RBR's l1 missing on adult" in undecided.explanation
+    assert undecided.verdict == NOT_RUN and "RBR's l1 missing on adult" in undecided.explanation
     lowest = CH.claim_wce_least_robust(_lacking_on_adult("WCE", "vr", 1.0))      # lowest on 3, adult unknown
-    assert lowest.verdict == UNDECIDED and "WCE's vr missing on adult" in lowest.explanation
+    assert lowest.verdict == NOT_RUN and "WCE's vr missing on adult" in lowest.explanation
 
 
 def test_baseline_claims_on_the_papers_own_table():
@@ -464,7 +464,7 @@ def test_proto_r_numbers_print_on_the_side_of_the_claims_bounds():
 
 def test_a_missing_proto_r_number_on_adult_reads_not_run_not_an_error():
     """Audit 6 D2: 04-proto-r-adult."""
-    assert CH.claim_proto_r_adult(_float_paper_like_with({("Proto-R", "adult", "vΔ"): np.nan})).verdict == UNDECIDED
+    assert CH.claim_proto_r_adult(_float_paper_like_with({("Proto-R", "adult", "vΔ"): np.nan})).verdict == NOT_RUN
 
 
 def test_one_data_set_below_100_decides_vdelta_whatever_another_lacks():
@@ -490,7 +490,7 @@ OTHERS_THAN_RBR = ["WCE", "RobX", "ROAR", "Proto-R", "MILP-R", "PROPLACE"]
 def test_rbr_is_not_lowest_where_no_other_method_has_an_l1():
     """Audit 6 D4: 04-rbr-l1-not-robust."""
     c = CH.claim_rbr(_float_paper_like_with({(m, None, "l1"): np.nan for m in OTHERS_THAN_RBR}))
-    assert c.verdict == UNDECIDED and "lowest l1 on 0 of 4" in c.ours          # was "4 of 4", reproduced
+    assert c.verdict == NOT_RUN and "lowest l1 on 0 of 4" in c.ours          # was "4 of 4", reproduced
     assert CH.lowest_datasets(CH.ours(_float_paper_like_with()), "RBR", "l1") == ["give_me_some_credit", "heloc"]
 
 
@@ -498,7 +498,7 @@ def test_wce_is_not_least_robust_where_no_other_method_has_a_vr():
     """Audit 6 D4: 04-wce-least-robust."""
     lacking = {(m, None, "vr"): np.nan for m in OTHERS_THAN_RBR if m != "WCE"} | {("RBR", None, "vr"): np.nan}
     c = CH.claim_wce_least_robust(_float_paper_like_with(lacking))
-    assert c.verdict == UNDECIDED
+    assert c.verdict == NOT_RUN
 
 
 def test_rbr_vdelta_below_80_does_not_print_as_80():
@@ -512,7 +512,7 @@ def test_a_missing_baseline_number_leaves_its_robustness_undecided_not_failed():
     robust = {m: CH.robust_datasets(paper_like(), m) for m in CH.ROBUST_BASELINES}
     table = paper_like_with({("RobX", robust["RobX"][0], "vr"): np.nan})
     assert CH.claim_baselines_robust(paper_like()).verdict != DIFFERS
-    assert CH.claim_baselines_robust(table).verdict == UNDECIDED
+    assert CH.claim_baselines_robust(table).verdict == NOT_RUN
     # a present number below the threshold still decides
     failing = paper_like_with({("RobX", robust["RobX"][0], "vr"): 10.0, ("RobX", robust["RobX"][1], "vr"): np.nan})
     assert CH.claim_baselines_robust(failing).verdict == DIFFERS

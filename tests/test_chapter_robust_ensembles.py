@@ -235,12 +235,13 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     assert ratio.loc["COMPAS", "capped"] == "numerator"               # 1-LOF's unsolved 99 s: a lower bound
     assert ratio.loc["COMPAS", "factuals"] == 2
     assert CH.claim_benchmark_time(ratio, min_factuals=2).verdict == REPRODUCED
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == UNDECIDED   # a lower bound below 1 decides nothing
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == UNDECIDED  # a lower bound below 1 decides nothing
     assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped=""), min_factuals=2).verdict == DIFFERS
     # within LOAD_BAND of 1 a ratio decides neither way (audit 40c H3)
     within = CH.claim_benchmark_time(ratio.assign(ratio=1.4, capped=""), min_factuals=2)
     assert within.verdict == UNDECIDED and "within 2x of 1, which load alone can move" in within.why
     assert CH.claim_benchmark_time(ratio.assign(ratio=0.7, capped=""), min_factuals=2).verdict == UNDECIDED
+    assert CH.claim_benchmark_time(ratio.assign(ratio=1.4, capped="", factuals=1), min_factuals=2).verdict == NOT_RUN
     # the band's edges decide nothing; a bound outside it is no ratio "within" it (audit 40d I1, I5)
     for edge in (2.0, 0.5):
         assert CH.claim_benchmark_time(ratio.assign(ratio=edge, capped=""), min_factuals=2).verdict == UNDECIDED
@@ -384,7 +385,7 @@ def test_dominance_waits_while_points_on_too_few_counterfactuals_could_still_car
     few = far.assign(dataset="Adult", n=5)
     saa_few = saa.assign(dataset="Adult", n=5)
     open_ = CH.claim_dominance(pd.concat([saa, far, near, saa_few, *[few] * 10], ignore_index=True))
-    assert open_.verdict == UNDECIDED and "could carry the pooled share across 90%" in open_.why
+    assert open_.verdict == NOT_RUN and "could carry the pooled share across 90%" in open_.why
     assert "50% of 12" in open_.ours
     closed = CH.claim_dominance(pd.concat([saa, far, near, saa_few, few], ignore_index=True))   # 6 unknown: at most 12 of 18
     assert closed.verdict == DIFFERS
@@ -393,7 +394,7 @@ def test_dominance_waits_while_points_on_too_few_counterfactuals_could_still_car
                               datasets=["COMPAS", "Adult", "Spambase"]).verdict == DIFFERS     # at most 24 of 30
     all_far = pd.concat([saa, far, far], ignore_index=True)
     assert CH.claim_dominance(all_far).verdict == REPRODUCED
-    assert CH.claim_dominance(all_far, datasets=["COMPAS", "Spambase"]).verdict == UNDECIDED     # 12 of 24 at least
+    assert CH.claim_dominance(all_far, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN     # 12 of 24 at least
     # audit 28c D3: benchmark points with no SAA point of 30 counterfactuals in their dataset are not judged yet
     assert CH.claim_dominance(pd.concat([saa.assign(n=5), far], ignore_index=True)).verdict == NOT_RUN
 
@@ -442,14 +443,14 @@ def test_a_capped_direct_saa_solve_does_not_pass_the_solve_time_ratio():
     """Audit 9 G2: 05-solve-time read capped solves as measured."""
     # 1 of 20 Direct-SAA solves stopped at the 20 s cap: its mean 1.95 s is a lower bound, so "≤ 2x" is undecided
     c = _capped_claim([1.0] * 20, [1.0] * 19 + [20.0])
-    assert c.verdict == UNDECIDED and "lower bound" in c.why
+    assert c.verdict == NOT_RUN and "lower bound" in c.why
 
 
 def test_a_capped_naive_solve_does_not_fail_the_solve_time_ratio():
     """Audit 9 G2."""
     # 1 of 20 naive solves capped: the naive mean is a lower bound, the ratio 2.6 an upper bound: undecided
     c = _capped_claim([1.0] * 19 + [9.0], [3.6] * 20, cap=9.0)
-    assert c.verdict == UNDECIDED and "upper bound" in c.why
+    assert c.verdict == NOT_RUN and "upper bound" in c.why
 
 
 def test_a_bound_on_the_deciding_side_still_decides_the_solve_time_ratio():
@@ -812,7 +813,7 @@ def test_direct_saa_claim_needs_every_dataset_and_spambase():
     assert CH.claim_direct_saa_targets(_curves(ok + spambase_meets), datasets=datasets).verdict == DIFFERS
     adult_misses = [ok[0], ("Adult", "Direct-SAA", 0.9, 0.5)] + spambase_misses
     assert CH.claim_direct_saa_targets(_curves(adult_misses), datasets=datasets).verdict == DIFFERS
-    assert CH.claim_direct_saa_targets(_curves(ok), datasets=["COMPAS", "Adult"]).verdict == UNDECIDED
+    assert CH.claim_direct_saa_targets(_curves(ok), datasets=["COMPAS", "Adult"]).verdict == NOT_RUN
     assert CH.claim_direct_saa_targets(_curves(ok[:1] + spambase_misses), datasets=datasets).verdict == NOT_RUN
 
 
@@ -1255,11 +1256,11 @@ def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecide
     """Audit 39 D1: with 2 simulations even 10 of 10 valid reads an interval reaching 16%, so 05-large-forests
     ("below 25%") could not read *differs*: undecided, saying why. With 3 simulations all valid it differs."""
     two = CH.claim_large_forests(_spambase_table3([5, 5]))
-    assert two.verdict == UNDECIDED and "only 2 simulations of the paper's 20" in two.explanation
+    assert two.verdict == NOT_RUN and "only 2 simulations of the paper's 20" in two.explanation
     assert "in 2 simulations" in two.ours
     assert CH.claim_large_forests(_spambase_table3([5, 5, 5])).verdict == DIFFERS
     assert CH.claim_large_forests(_spambase_table3([0, 1, 0])).verdict == REPRODUCED
-    assert CH.claim_spambase_naive(_spambase_table3([5, 5]).assign(dataset="Spambase")).verdict == UNDECIDED
+    assert CH.claim_spambase_naive(_spambase_table3([5, 5]).assign(dataset="Spambase")).verdict == NOT_RUN
 
 
 def test_the_evolving_table_compares_the_same_simulations_with_fixed_data():
@@ -1282,7 +1283,7 @@ def test_a_below_bound_claim_is_left_undecided_exactly_when_no_outcome_reads_dif
 
     verdicts = {CH.claim_large_forests(_spambase_table3(ks, sizes)).verdict
                 for ks in itertools.product(*(range(size + 1) for size in sizes))}
-    assert (DIFFERS in verdicts) == verdicts.isdisjoint({UNDECIDED, NOT_RUN})
+    assert (DIFFERS in verdicts) == (NOT_RUN not in verdicts)
 
 
 def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():
@@ -1294,7 +1295,8 @@ def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():
     curves = _curves(rows)
     curves.loc[curves.dataset == "Students-Performance", ["rate", "high"]] = [0.73, 0.93]   # short, within noise
     claim = CH.claim_evolving_direct(curves)
-    assert claim.verdict == NOT_RUN and "short of a target within noise: Students-Performance" in claim.ours
+    assert claim.verdict == UNDECIDED and "short of a target within noise: Students-Performance" in claim.ours
+    assert claim.explanation.startswith("Undecided: the check reads its evidence neither way (7 counted")
     assert CH.misses_a_target(curves, dataset="Students-Performance") is None
     # its rates on or above every target: the miss the paper reports is not there
     curves.loc[curves.dataset == "Students-Performance", ["rate", "high"]] = [0.92, 0.99]
@@ -1306,7 +1308,7 @@ def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():
     assert CH.claim_evolving_direct(curves).verdict == REPRODUCED
     curves.loc[curves.dataset == "Adult", ["rate", "high"]] = [0.8, 0.95]
     claim = CH.claim_evolving_direct(curves)
-    assert claim.verdict == NOT_RUN and "within noise: Adult" in claim.ours
+    assert claim.verdict == UNDECIDED and "within noise: Adult" in claim.ours
     # Spambase in 05-direct-saa-targets reads the same way
     within = _curves([("COMPAS", "Direct-SAA", 0.9, 1.0), ("Spambase", "Direct-SAA", 0.9, 0.95)]).assign(rate=[1.0, 0.85])
     assert CH.claim_direct_saa_targets(within, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN
@@ -1336,6 +1338,8 @@ def test_a_meets_claim_says_when_it_counts_a_rate_short_within_noise_as_met():
     label = "Robust-SAA (beta=0.05)"
     robust = _curves([("Spambase", label, 0.9, 0.95)]).assign(rate=0.88)
     assert CH.claim_robust_saa_spambase(robust).ours == "meets every target (one short within noise)"
+    two = _curves([("Spambase", label, 0.9, 0.95), ("Spambase", label, 0.95, 0.99)]).assign(rate=[0.88, 0.93])
+    assert CH.claim_robust_saa_spambase(two).ours == "meets every target (2 short within noise)"   # said "one"
 
 
 def test_a_shortfall_within_noise_on_every_simulation_of_the_protocol_says_more_cells_cannot_decide_it():
@@ -1346,9 +1350,11 @@ def test_a_shortfall_within_noise_on_every_simulation_of_the_protocol_says_more_
     curves = curves.assign(simulations=12)
     curves.loc[curves.dataset == "Phishing", ["rate", "simulations"]] = [0.945, CH.PAPER_SIMULATIONS[100] - 1]
     claim = CH.claim_evolving_direct(curves)
-    assert claim.verdict == NOT_RUN and "Phishing" in claim.ours and "more cells" not in claim.why
+    assert claim.verdict == UNDECIDED and "Phishing" in claim.ours and "more cells" not in claim.why
     curves.loc[curves.dataset == "Phishing", "simulations"] = CH.PAPER_SIMULATIONS[100]
     claim = CH.claim_evolving_direct(curves)
-    assert claim.verdict == NOT_RUN
+    assert claim.verdict == UNDECIDED
+    curves.loc[curves.dataset == "Phishing", "n"] = CH.MIN_PER_POINT - 1      # a rate on too few counterfactuals
+    assert CH.claim_evolving_direct(curves).verdict == NOT_RUN
     assert f"Phishing: every one of the paper's {CH.PAPER_SIMULATIONS[100]} simulations computed" in claim.why
     assert "Adult" not in claim.why.split(";")[-1]

@@ -275,6 +275,10 @@ def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
     from explainopt.reporting import claims_table
     text = CH.findings(claims_table(CH.claims(pd.DataFrame(_rows(CH.PROPLACE, "network", [0.1, 0.2, 0.3])))))
     assert "held H1" in text
+    table = pd.DataFrame({"Claim": ["H5. a", "H6. b", "H7. c"], "Paper": CH.NEW,
+                          "Verdict": ["undecided", "not run", "differs"]})
+    # audit 41 H6: a hypothesis short of its decisive pairs is not filed as undecided
+    assert "failed H7; undecided H5; not run at this scale (too few factuals) H6." in CH.findings(table)
 
 
 def test_matched_budget_compares_sweep_levels_across_datasets():

@@ -21,7 +21,7 @@ from explainopt.chapters import proplace as C4
 from explainopt.chapters import robust_ensembles as C5
 from explainopt.chapters import robust_regions as C2
 from explainopt.chapters import robustness_benchmark as C6
-from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED, UNDECIDED
+from explainopt.reporting import DIFFERS, NOT_RUN, PARTLY, REPRODUCED
 
 EMPTY = pd.DataFrame()
 
@@ -69,8 +69,8 @@ N2 = C2.MIN_TABLE3
 _CONVERGED = T2._frame(T2._row(), T2._row(index=1))
 
 
-_SHARE_KEYS = {"claim_l2_slower": lambda v: {"l2_slower": v, "l2_pairs": 0 if math.isnan(v) else 10},
-               "claim_small_rho_faster": lambda v: {"small_rho_faster": v, "rho_pairs": 0 if math.isnan(v) else 10}}
+_SHARE_KEYS = {"claim_l2_slower": lambda v: {"l2_slower": v, "l2_pairs": 10},
+               "claim_small_rho_faster": lambda v: {"small_rho_faster": v, "rho_pairs": 10}}
 
 
 def _share_claim(name):
@@ -308,13 +308,10 @@ def test_claim_can_fail_its_perturbation_changes_the_verdict(id):
 
 
 @pytest.mark.parametrize("id", sorted(CASES))
-def test_claim_is_not_decided_without_data(id):
-    """Without the numbers it needs a claim is *not run* below its rule's minimum evidence and *undecided* on
-    at least that minimum (a method run on enough factuals that gave no number, for example)."""
+def test_claim_is_not_run_without_data(id):
     claim = CASES[id]["none"]()
-    enough = claim.evidence is not None and claim.evidence >= claim.minimum
-    assert (claim.id, claim.verdict) == (id, UNDECIDED if enough else NOT_RUN), claim
-    assert claim.explanation.startswith("Undecided: " if enough else "Too little evidence")
+    assert (claim.id, claim.verdict) == (id, NOT_RUN), claim
+    assert claim.explanation.startswith("Too little evidence")
 
 
 
@@ -335,7 +332,7 @@ def test_rbr_claim_is_decided_by_its_l1_part_when_vdelta_is_undefined():
     assert failed.verdict == DIFFERS and failed.explanation.startswith(("Genuine finding", "Deviation"))
     assert "vΔ undefined on adult, compas and give_me_some_credit" in failed.why
     open_ = C4.claim_rbr(_rbr_without_vdelta(0.0001))    # l1 part holds, vΔ part cannot be judged
-    assert open_.verdict == UNDECIDED and "none of RBR's counterfactuals there lies inside [0, 1]" in open_.explanation
+    assert open_.verdict == NOT_RUN and "none of RBR's counterfactuals there lies inside [0, 1]" in open_.explanation
     robust = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 90.0})
     assert C4.claim_rbr(robust).verdict == DIFFERS       # Δ-robust somewhere: the vΔ part fails
 
@@ -356,4 +353,4 @@ def test_best_lof_is_not_run_where_no_other_method_has_a_lof():
     assert C4.claim_best_lof(table).verdict in (PARTLY, REPRODUCED)
     table.loc[table["method"] != "PROPLACE", "lof"] = math.nan
     claim = C4.claim_best_lof(table)
-    assert claim.verdict == UNDECIDED and "no other method has a lof on" in claim.why
+    assert claim.verdict == NOT_RUN and "no other method has a lof on" in claim.why

@@ -286,12 +286,31 @@ def test_a_claim_our_protocol_leaves_undecided_still_counts_its_evidence_once():
     assert enough.explanation == "Deviation from the paper's protocol: our time cap, so the check cannot decide."
 
 
+def test_a_declared_claim_reads_undecided_only_on_its_minimum_and_only_when_its_check_says_so():
+    """Audit 41 H9: the ClaimBook path at the boundary (minimum 3), with the gates that decide below it."""
+    book = C2.CLAIMS
+
+    def made(**kw):
+        return book.claim("02-l2-slower", ours="x", why="neither side is significant", minimum=3, **kw)
+
+    assert made(holds=None, evidence=2, neither_way=True).verdict == NOT_RUN
+    open_ = made(holds=None, evidence=3, neither_way=True)
+    assert open_.verdict == UNDECIDED and open_.explanation == (
+        "Undecided: the check reads its evidence neither way (3 counted, the rule's minimum 3 matched configurations "
+        "with unequal iterations): neither side is significant.")
+    assert made(holds=None, evidence=3).verdict == NOT_RUN                     # a number missing, not a reading
+    assert made(holds=False, evidence=2, failure_decides=True, neither_way=True).verdict == DIFFERS
+    assert made(holds=True, evidence=2, pass_decides=True).verdict == REPRODUCED
+    assert made(holds=True, evidence=2, failure_decides=True).verdict == NOT_RUN
+    table = verdicts.verdict_table([open_])
+    assert table.html.count("neither side is significant") == 2   # the row's explanation and the list under it
+
+
 def test_the_verdict_table_does_not_repeat_a_reason_the_explanation_quotes():
     """Read on the built page (stop 38): a claim not run on its check's own reason (05-dominance, enough
     points but the pooled share still open) showed that reason twice, in bold and again below."""
     c = C2.CLAIMS.claim("02-l2-slower", ours="x", holds=None, evidence=5, minimum=3, why="the share is still open")
-    assert c.explanation == ("Undecided: 5 matched configurations with unequal iterations counted (the rule's minimum "
-                             "is 3), and on them the check reads neither way: the share is still open.")
+    assert c.explanation == "Too little evidence: the share is still open."
     table = verdicts.verdict_table([c])
     assert table.html.count("the share is still open") == 2   # the row's explanation and the list under the table
     assert "the share is still open; Rule" not in table.markdown

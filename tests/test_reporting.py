@@ -16,17 +16,30 @@ def test_verdicts_follow_the_computed_check():
     assert claim("a", paper=0.81234, ours=0.5, holds=False).paper == "0.812"
 
 
-def test_a_check_reading_neither_way_is_undecided_on_its_minimum_evidence_and_not_run_below_it():
-    """Audit 40b G4: a check run on all the evidence its rule asks for that decided neither way read *not run*."""
-    assert claim("a", paper=1, ours="-", holds=None, evidence=6, minimum=5).verdict == "undecided"
-    assert claim("a", paper=1, ours="-", holds=None, evidence=5, minimum=5).verdict == "undecided"
-    below = claim("a", paper=1, ours="-", holds=True, evidence=4, minimum=5)
-    assert below.verdict == "not run" and "4 of the 5 cells" in below.why
-    assert claim("a", paper=1, ours="-", holds=None).verdict == "not run"          # no evidence counted
-    assert claim("a", paper=1, ours="-", holds=True, evidence=5, minimum=5).verdict == "reproduced"
+@pytest.mark.parametrize("neither_way", [False, True])
+@pytest.mark.parametrize("holds", [True, False, None, float("nan")])
+@pytest.mark.parametrize("evidence", [None, 0, 4, 5, 6])
+def test_a_check_reading_neither_way_is_undecided_on_its_minimum_evidence_and_not_run_below_it(holds, evidence,
+                                                                                              neither_way):
+    """Audit 40b G4: a check that read all the evidence its rule asks for and decided neither way read *not run*;
+    audit 41 H2: only a check that says its None is such a reading (`neither_way`) reads *undecided*, a number
+    missing stays *not run*. Minimum 5, every combination."""
+    made = claim("a", paper=1, ours="-", holds=holds, evidence=evidence, minimum=5, neither_way=neither_way)
+    below = evidence is not None and evidence < 5
+    open_ = holds is None or holds != holds
+    expected = ("not run" if below or (open_ and not (neither_way and evidence is not None)) else "undecided" if open_
+                else "reproduced" if holds else "differs")
+    assert made.verdict == expected
+    assert ("of the 5 cells this check needs were counted" in made.why) == below
+
+
+def test_the_counts_name_the_undecided_apart_with_their_denominator():
     many = ["reproduced"] * 4 + ["partly", "differs", "differs", "undecided", "not run", "not run"]
-    assert reporting.verdicts_text(many) == "4 of 7 decided reproduced, 1 partly, 2 differ; 1 undecided; 2 of 10 not run"
-    assert reporting.verdicts_text(["differs", "undecided"]) == "0 of 1 decided reproduced, 0 partly, 1 differs; 1 undecided; all 2 run"
+    assert reporting.verdicts_text(many) == ("4 of 7 decided reproduced, 1 partly, 2 differ; 1 of 10 undecided; "
+                                             "2 of 10 not run")
+    assert reporting.verdicts_text(["differs", "undecided"]) == ("0 of 1 decided reproduced, 0 partly, 1 differs; "
+                                                                 "1 of 2 undecided; all 2 run")
+    assert reporting.verdicts_text(["undecided", "not run"]) == "none decided; 1 of 2 undecided; 1 of 2 not run"
 
 
 def test_invalid_verdict_is_refused():

@@ -26,8 +26,9 @@ from IPython.display import Markdown, display
 from .experiments import ROOT, atomic_write_bytes
 
 REPRODUCED, PARTLY, DIFFERS = "reproduced", "partly", "differs"
-#: *undecided*: the check ran on at least the evidence its rule needs and reads neither way (within noise, a
-#: sign test short of significance, an undefined measure); *not run*: less evidence than that, or none counted.
+#: *undecided*: the check read at least the evidence its rule needs and reads it neither way (a shortfall within
+#: noise, a sign test short of significance), which only such a check says (`neither_way`); *not run*: less
+#: evidence than that, none counted, or a number the check needs missing.
 UNDECIDED, NOT_RUN = "undecided", "not run"
 VERDICTS = (REPRODUCED, PARTLY, DIFFERS, UNDECIDED, NOT_RUN)
 #: The colour of each verdict's label: reproduced green, partly amber, differs red, undecided purple, not run grey.
@@ -75,14 +76,15 @@ def every(values, predicate=bool) -> bool | None:
 
 
 def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, evidence: int | None = None,
-          minimum: int = 1, unit: str = "cells") -> Claim:
+          minimum: int = 1, unit: str = "cells", neither_way: bool = False) -> Claim:
     """A claim whose verdict follows from a check computed from the run (`holds`).
 
     holds: True -> reproduced (or *partly* when `partly`, itself computed from the numbers), False ->
-    differs; None or NaN -> *undecided* on at least the `minimum` of `evidence`, else *not run*.
+    differs; None or NaN -> *not run*, or *undecided* where `neither_way` says that the check's None is its
+    reading of numbers it has (within noise, not significant), not a lack of them, on at least `minimum`.
     evidence / minimum: how many cells (instances, counterfactuals, ...) the check rests on and how many it
     needs; below the minimum the verdict is *not run*, whatever `holds` says, and the reason names both
-    numbers in `unit` (what is counted: cells, matched runs, ...); without `evidence`, undecided reads *not run*.
+    numbers in `unit` (what is counted: cells, matched runs, ...).
     """
     enough = evidence is not None and evidence >= minimum
     if evidence is not None and not enough:
@@ -90,7 +92,7 @@ def claim(claim: str, *, paper, ours, holds, why: str = "", partly=False, eviden
         why = f"{why}; " if why else ""
         why += f"{evidence} of the {minimum} {unit} this check needs were counted"
     if holds is None or (not isinstance(holds, (bool, np.bool_)) and pd.isna(holds)):
-        verdict = UNDECIDED if enough else NOT_RUN
+        verdict = UNDECIDED if neither_way and enough else NOT_RUN
     else:
         verdict = (PARTLY if partly else REPRODUCED) if bool(holds) else DIFFERS
     return Claim(claim, _fmt(paper), _fmt(ours), verdict, why)
@@ -151,13 +153,14 @@ def verdict_counts(verdicts) -> dict[str, int]:
 
 
 def verdicts_text(verdicts) -> str:
-    """The verdicts counted with their denominators: "4 of 7 decided reproduced, 1 partly, 2 differ; 1 undecided;
-    2 of 10 not run" (or "; all 10 run")."""
+    """The verdicts counted with their denominators: "4 of 7 decided reproduced, 1 partly, 2 differ; 1 of 10
+    undecided; 2 of 10 not run" (or "; all 10 run"; "none decided" when none is)."""
     n = verdict_counts(verdicts)
     total, decided = sum(n.values()), n[REPRODUCED] + n[PARTLY] + n[DIFFERS]
     differ = "differs" if n[DIFFERS] == 1 else "differ"
-    text = f"{n[REPRODUCED]} of {decided} decided reproduced, {n[PARTLY]} partly, {n[DIFFERS]} {differ}"
-    text += f"; {n[UNDECIDED]} undecided" if n[UNDECIDED] else ""
+    text = (f"{n[REPRODUCED]} of {decided} decided reproduced, {n[PARTLY]} partly, {n[DIFFERS]} {differ}"
+            if decided else "none decided")
+    text += f"; {n[UNDECIDED]} of {total} undecided" if n[UNDECIDED] else ""
     return text + (f"; {n[NOT_RUN]} of {total} not run" if n[NOT_RUN] else f"; all {total} run")
 
 

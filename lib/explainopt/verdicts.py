@@ -147,8 +147,8 @@ def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = ""
             return (f"Deviation from the paper's protocol: {undecided_by}, so the check cannot decide"
                     + (f" ({counted})." if counted else "."))
         if c.verdict == UNDECIDED:
-            return (f"Undecided: {c.evidence} {c.unit} counted (the rule's minimum is {c.minimum}), and on them the "
-                    f"check reads neither way: {c.why or 'it gives no reason'}.")
+            return (f"Undecided: the check reads its evidence neither way ({c.evidence} counted, the rule's minimum "
+                    f"{c.minimum} {c.unit}){f': {c.why}' if c.why else ''}.")
         return f"Too little evidence: {counted or c.why or 'the check found no data'}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
     numbers = f"ours: {c.ours}; the paper: {c.paper}"  # the paper's text may be "new (no paper measures it)"
@@ -211,21 +211,23 @@ class ClaimBook:
 
     def claim(self, id: str, *, ours, holds, paper=None, fields: dict | None = None, deviation: str | None = None,
               evidence: int | None = None, minimum: int = 1, failure_decides: bool = False, pass_decides: bool = False,
-              undecided_by: str = "", **kwargs) -> DeclaredClaim:
+              undecided_by: str = "", neither_way: bool = False, **kwargs) -> DeclaredClaim:
         """Claim `id` (:func:`~explainopt.reporting.claim`) in the declared wording and with the declared
         evidence rule; `fields` fill the wording's named fields, `paper` overrides the declared number text
         (when it is computed from a transcribed table), `deviation` the declared deviation (when it is
         computed). `failure_decides`: a claim on every item that failed on an item with enough evidence is
         decided (*differs*) even while other items have less than `minimum` (the rule says so); `pass_decides`:
         likewise for a claim on some item ("sometimes invalid") that holds on an item already counted;
-        `undecided_by`: the deviation of ours that leaves a claim *not run* (or *undecided*) on the cells it has.
-        A claim whose check reads neither way on at least `minimum` is *undecided*, below it *not run*."""
+        `undecided_by`: the deviation of ours that leaves a claim *not run* (or *undecided*) on the cells it has;
+        `neither_way`: the check's None is its reading of the numbers it has, neither way (a shortfall within
+        noise, a sign test short of significance), not a lack of numbers: *undecided* on at least `minimum`."""
         fields, unit = fields or {}, self.row(id)["unit"] or "cells"
         gate = None if (failure_decides and holds is False) or (pass_decides and holds is True) else evidence
         too_few = gate is not None and gate < minimum  # not run; the explanation counts the evidence, once
         made = reporting.claim(self.text(id, **fields), paper=self.paper(id, **fields) if paper is None else paper,
                                ours=ours, holds=None if too_few else holds, minimum=minimum,
-                               evidence=evidence if evidence is not None and evidence >= minimum else None, **kwargs)
+                               evidence=evidence if evidence is not None and evidence >= minimum else None,
+                               neither_way=neither_way, **kwargs)
         return declared(made, id=id, rule=self.rule(id, minimum), evidence=evidence, minimum=minimum, unit=unit,
                         deviation=self.row(id)["deviation"] if deviation is None else deviation,
                         undecided_by=undecided_by)

@@ -592,7 +592,7 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
             + (f" ({same} of them one point: the method's counterfactual is the comparator)" if same else "")
             if ties else "")
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why="; ".join(filter(None, [neither, tied, left_out])))
+                        why="; ".join(filter(None, [neither, tied, left_out])), neither_way=True)
 
 
 def _same_points(pairs: pd.DataFrame, atol: float = 1e-6) -> int:
@@ -747,9 +747,11 @@ def findings(table: pd.DataFrame) -> str:
         g = table[table["Paper"] == kind]
         held = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "reproduced"]
         failed = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == "differs"]
-        open_ = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v in (UNDECIDED, NOT_RUN)]
+        open_ = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == UNDECIDED]
+        short = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == NOT_RUN]
         lines.append(f"- **{kind.capitalize()}**: held {', '.join(held) or 'none'}; failed {', '.join(failed) or 'none'}"
-                     f"; undecided at this scale {', '.join(open_) or 'none'}.")
+                     f"; undecided {', '.join(open_) or 'none'}; not run at this scale (too few factuals) "
+                     f"{', '.join(short) or 'none'}.")
     return "\n".join(lines)
 
 
