@@ -771,7 +771,7 @@ def test_one_fit_that_fails_on_ten_instances_decides_sigma_whatever_another_lack
     assert CH.knapsack_sigma_claim(few).verdict == NOT_RUN
 
 
-def test_a_missing_figure9_contribution_is_undecided_not_failed():
+def test_a_missing_figure9_contribution_is_not_run_not_failed():
     """Audit 7 E7."""
     assert CH.figure9_claim(_figure9_vrp(np.nan), n_chunks=1).verdict == NOT_RUN
 

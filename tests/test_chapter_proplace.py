@@ -507,7 +507,7 @@ def test_rbr_vdelta_below_80_does_not_print_as_80():
     assert "compas: 80" not in c.ours
 
 
-def test_a_missing_baseline_number_leaves_its_robustness_undecided_not_failed():
+def test_a_missing_baseline_number_leaves_its_robustness_not_run_not_failed():
     """Audit 7 E9: a missing vr read as "not robust"."""
     robust = {m: CH.robust_datasets(paper_like(), m) for m in CH.ROBUST_BASELINES}
     table = paper_like_with({("RobX", robust["RobX"][0], "vr"): np.nan})

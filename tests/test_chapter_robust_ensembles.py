@@ -235,7 +235,12 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     assert ratio.loc["COMPAS", "capped"] == "numerator"               # 1-LOF's unsolved 99 s: a lower bound
     assert ratio.loc["COMPAS", "factuals"] == 2
     assert CH.claim_benchmark_time(ratio, min_factuals=2).verdict == REPRODUCED
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == UNDECIDED  # a lower bound below 1 decides nothing
+    # a lower bound below 1 decides nothing: a missing number, not a reading (audit 41b J1), nor a capped pair
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == NOT_RUN
+    assert CH.claim_benchmark_time(ratio.assign(capped="both"), min_factuals=2).verdict == NOT_RUN
+    # a ratio outside the protocol's datasets decides nothing (audit 41b J9)
+    other = pd.concat([ratio, ratio.assign(ratio=1.4, capped="").rename(index={"COMPAS": "Phishing"})])
+    assert CH.claim_benchmark_time(other.assign(ratio=[3.0, 1.4]), datasets=["COMPAS"], min_factuals=2).verdict == REPRODUCED
     assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped=""), min_factuals=2).verdict == DIFFERS
     # within LOAD_BAND of 1 a ratio decides neither way (audit 40c H3)
     within = CH.claim_benchmark_time(ratio.assign(ratio=1.4, capped=""), min_factuals=2)
@@ -246,7 +251,7 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     for edge in (2.0, 0.5):
         assert CH.claim_benchmark_time(ratio.assign(ratio=edge, capped=""), min_factuals=2).verdict == UNDECIDED
     bound = CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2)      # a lower bound below 1/2
-    assert bound.verdict == UNDECIDED and "within 2x" not in bound.why and "a lower bound" in bound.why
+    assert bound.verdict == NOT_RUN and "within 2x" not in bound.why and "a lower bound" in bound.why
     with pytest.raises(ValueError, match="at least 1"):
         CH.claim_benchmark_time(ratio, min_factuals=2, band=0.5)
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(times[times.label != "1-LOF"].iloc[:0])).verdict == NOT_RUN
@@ -441,7 +446,7 @@ def _capped_claim(naive, direct, *, cap: float = 20.0):
 
 def test_a_capped_direct_saa_solve_does_not_pass_the_solve_time_ratio():
     """Audit 9 G2: 05-solve-time read capped solves as measured."""
-    # 1 of 20 Direct-SAA solves stopped at the 20 s cap: its mean 1.95 s is a lower bound, so "≤ 2x" is undecided
+    # 1 of 20 Direct-SAA solves stopped at the 20 s cap: its mean 1.95 s is a lower bound, so "≤ 2x" decides nothing
     c = _capped_claim([1.0] * 20, [1.0] * 19 + [20.0])
     assert c.verdict == NOT_RUN and "lower bound" in c.why
 
@@ -1252,7 +1257,7 @@ def _spambase_table3(valid_per_sim, sizes=None):
     return CH.naive_validity_table(pd.DataFrame(rows), n_estimators=400)
 
 
-def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_undecided():
+def test_a_below_bound_claim_on_too_few_simulations_to_contradict_it_is_not_run():
     """Audit 39 D1: with 2 simulations even 10 of 10 valid reads an interval reaching 16%, so 05-large-forests
     ("below 25%") could not read *differs*: undecided, saying why. With 3 simulations all valid it differs."""
     two = CH.claim_large_forests(_spambase_table3([5, 5]))
@@ -1309,9 +1314,17 @@ def test_a_shortfall_within_noise_neither_confirms_nor_contradicts_a_miss():
     curves.loc[curves.dataset == "Adult", ["rate", "high"]] = [0.8, 0.95]
     claim = CH.claim_evolving_direct(curves)
     assert claim.verdict == UNDECIDED and "within noise: Adult" in claim.ours
-    # Spambase in 05-direct-saa-targets reads the same way
+    # Spambase in 05-direct-saa-targets reads the same way (audit 41b J2: it read "1 of the 2 counted")
     within = _curves([("COMPAS", "Direct-SAA", 0.9, 1.0), ("Spambase", "Direct-SAA", 0.9, 0.95)]).assign(rate=[1.0, 0.85])
+    claim = CH.claim_direct_saa_targets(within, datasets=["COMPAS", "Spambase"])
+    assert claim.verdict == UNDECIDED and claim.evidence == 2
+    within.loc[within.dataset == "Spambase", "n"] = CH.MIN_PER_POINT - 1
     assert CH.claim_direct_saa_targets(within, datasets=["COMPAS", "Spambase"]).verdict == NOT_RUN
+    # audit 41b J6: a short curve without its interval or its rate is no reading
+    for column in ("high", "rate"):
+        unread = curves.copy()
+        unread.loc[unread.dataset == "Adult", column] = np.nan
+        assert CH.claim_evolving_direct(unread).verdict == NOT_RUN, column
 
 
 def test_the_dominance_claim_says_how_many_of_the_points_an_saa_point_could_dominate_are():
@@ -1351,9 +1364,10 @@ def test_a_shortfall_within_noise_on_every_simulation_of_the_protocol_says_more_
     curves.loc[curves.dataset == "Phishing", ["rate", "simulations"]] = [0.945, CH.PAPER_SIMULATIONS[100] - 1]
     claim = CH.claim_evolving_direct(curves)
     assert claim.verdict == UNDECIDED and "Phishing" in claim.ours and "more cells" not in claim.why
+    assert f"which more may decide: Phishing on {CH.PAPER_SIMULATIONS[100] - 1}" in claim.why   # audit 41b J7
     curves.loc[curves.dataset == "Phishing", "simulations"] = CH.PAPER_SIMULATIONS[100]
     claim = CH.claim_evolving_direct(curves)
-    assert claim.verdict == UNDECIDED
+    assert claim.verdict == UNDECIDED and "which more may decide" not in claim.why
     curves.loc[curves.dataset == "Phishing", "n"] = CH.MIN_PER_POINT - 1      # a rate on too few counterfactuals
     assert CH.claim_evolving_direct(curves).verdict == NOT_RUN
     assert f"Phishing: every one of the paper's {CH.PAPER_SIMULATIONS[100]} simulations computed" in claim.why

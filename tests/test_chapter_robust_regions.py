@@ -521,7 +521,7 @@ def test_a_faster_heuristic_does_not_print_as_fast_as_algorithm_1():
     assert c.verdict == REPRODUCED and "0.012 s vs 0.012 s" not in c.ours
 
 
-def test_a_missing_time_leaves_the_single_leaf_claim_undecided_not_failed():
+def test_a_missing_time_leaves_the_single_leaf_claim_not_run_not_failed():
     """Audit 7 E4."""
     assert CH.claim_single_leaf(_leaf_times(np.nan, 0.01)).verdict == NOT_RUN
 

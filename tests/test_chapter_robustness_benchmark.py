@@ -278,7 +278,8 @@ def test_hypotheses_are_stated_before_the_run_and_findings_summarise_verdicts():
     table = pd.DataFrame({"Claim": ["H5. a", "H6. b", "H7. c"], "Paper": CH.NEW,
                           "Verdict": ["undecided", "not run", "differs"]})
     # audit 41 H6: a hypothesis short of its decisive pairs is not filed as undecided
-    assert "failed H7; undecided H5; not run at this scale (too few factuals) H6." in CH.findings(table)
+    assert "failed H7; undecided H5; not run (H1–H4: fewer than 3 counterfactuals; H5–H11: fewer than 5 decisive " \
+           "pairs, ties left out) H6." in CH.findings(table)
 
 
 def test_matched_budget_compares_sweep_levels_across_datasets():

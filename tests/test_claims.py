@@ -218,6 +218,11 @@ def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
     assert C6._better(five, "06-h9-saa-radius", minimum=3).verdict == REPRODUCED    # p = 0.031
     mixed = pd.DataFrame({"ours": [1.0] * 4 + [0.0] * 2, "base": [0.0] * 4 + [1.0] * 2, "both_valid": True})
     assert C6._better(mixed, "06-h9-saa-radius").verdict == UNDECIDED   # 4 of 6: p = 0.34, no loss either (audit 40 F1)
+    # audit 41b J3: 4 wins and 1 loss with 6 measures missing, all won, would hold (p = 0.006): no reading
+    unmeasured = pd.DataFrame({"ours": [1.0] * 4 + [0.0] + [np.nan] * 6, "base": [0.0] * 4 + [1.0] + [0.5] * 6,
+                               "both_valid": True})
+    assert C6._better(unmeasured, "06-h9-saa-radius").verdict == NOT_RUN
+    assert C6._better(unmeasured.iloc[:6], "06-h9-saa-radius").verdict == UNDECIDED   # one missing cannot decide it
     lost = pd.DataFrame({"ours": [0.0] * 5, "base": [1.0] * 5, "both_valid": True})
     assert C6._better(lost, "06-h9-saa-radius").verdict == DIFFERS                  # p = 0.031 the other way
     assert C6.sign_test(5, 0) == pytest.approx(1 / 32) and C6.sign_test(0, 0) == 1.0
@@ -296,8 +301,8 @@ def test_a_declared_claim_reads_undecided_only_on_its_minimum_and_only_when_its_
     assert made(holds=None, evidence=2, neither_way=True).verdict == NOT_RUN
     open_ = made(holds=None, evidence=3, neither_way=True)
     assert open_.verdict == UNDECIDED and open_.explanation == (
-        "Undecided: the check reads its evidence neither way (3 counted, the rule's minimum 3 matched configurations "
-        "with unequal iterations): neither side is significant.")
+        "Undecided: the check reads its evidence neither way (3 counted, the rule's minimum 3; counted: matched "
+        "configurations with unequal iterations): neither side is significant.")
     assert made(holds=None, evidence=3).verdict == NOT_RUN                     # a number missing, not a reading
     assert made(holds=False, evidence=2, failure_decides=True, neither_way=True).verdict == DIFFERS
     assert made(holds=True, evidence=2, pass_decides=True).verdict == REPRODUCED

@@ -148,7 +148,7 @@ def explanation(c: DeclaredClaim, *, deviation: str = "", undecided_by: str = ""
                     + (f" ({counted})." if counted else "."))
         if c.verdict == UNDECIDED:
             return (f"Undecided: the check reads its evidence neither way ({c.evidence} counted, the rule's minimum "
-                    f"{c.minimum} {c.unit}){f': {c.why}' if c.why else ''}.")
+                    f"{c.minimum}; counted: {c.unit}){f': {c.why}' if c.why else ''}.")
         return f"Too little evidence: {counted or c.why or 'the check found no data'}."
     part = "only partly holds" if c.verdict == PARTLY else "does not hold"
     numbers = f"ours: {c.ours}; the paper: {c.paper}"  # the paper's text may be "new (no paper measures it)"

@@ -1081,7 +1081,7 @@ def _capped_text(capped: pd.Series) -> str:
 
 def runtime_ratio_claim(table3: pd.DataFrame | None) -> reporting.Claim:
     """Table 3: CLEMO by SLSQP takes far longer than LR (over 100 times, at every size). A size where our
-    time cap stopped SLSQP has a lower bound of its ratio: above 100 it holds there, below it is undecided."""
+    time cap stopped SLSQP has a lower bound of its ratio: above 100 it holds there, below it decides nothing."""
     times = _present(table3, ["SLSQP (s)", "LR (s)"])
     ratio = times["SLSQP (s)"] / times["LR (s)"]
     capped = _capped(table3.loc[times.index] if len(times) else pd.DataFrame(index=times.index))

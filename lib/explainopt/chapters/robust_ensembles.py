@@ -853,6 +853,12 @@ def misses_a_target(curves, *, dataset: str, label: str = "Direct-SAA", min_targ
     return False if (sub["rate"] >= sub["target"] - 1e-9).all() else None
 
 
+def _read_curve(curves, dataset: str) -> bool:
+    """Whether `dataset`'s Direct-SAA curve is read: every target from 50% on rests on enough counterfactuals and
+    has its rate and interval (a shortfall within noise is then a reading, neither way, not a missing number)."""
+    return _judged_curve(curves, dataset=dataset, label="Direct-SAA", min_target=0.5, min_n=MIN_PER_POINT) is not None
+
+
 def _judged_curve(curves, *, dataset: str, label: str, min_target: float, min_n: int) -> pd.DataFrame | None:
     """The points of `dataset`'s `label` curve at targets ``>= min_target``, None unless every one rests on at
     least `min_n` counterfactuals and has its rate and interval."""
@@ -988,7 +994,7 @@ def rate_below(row, bound: float, *, level: float = 0.95, paper_simulations: int
     whole interval lies at or above it: *differs*), ``partly`` (the rate itself is not below) and
     ``undecided_by``. On so few
     simulations that even all of their counterfactuals valid would leave the interval reaching below `bound`,
-    *differs* is out of reach whatever they show: the claim is left undecided (audit 39 D1; the simulations'
+    *differs* is out of reach whatever they show: the claim is left *not run* (audit 39 D1; the simulations'
     own sizes, audit 39b E1). `paper_simulations`: how many the paper ran, for the explanation; below `minimum`
     counterfactuals the claim's evidence rule leaves it not run first (too little evidence), and no more is said."""
     rate, n = float(row["ours [%]"].iloc[0]), int(row["n"].iloc[0])
@@ -1045,8 +1051,10 @@ def claim_direct_saa_targets(curves, *, datasets) -> Claim:
                              + (f"; met with a rate short within noise: {', '.join(noisy)}" if noisy else "")
                              + (f"; misses: {'; '.join(misses)}" if misses else "")
                              + f" (Spambase: {_miss_word(missed, curves, 'Spambase')})",
-                        holds=holds, why=_TARGET_RULE, evidence=len(known) + (spambase is not None),
-                        minimum=max(len(datasets), 1), failure_decides=True)
+                        # Spambase short within noise is read, neither way (as in 05-evolving-direct)
+                        holds=holds, why=_TARGET_RULE, evidence=len(known) + ("Spambase" in datasets
+                                                                             and _read_curve(curves, "Spambase")),
+                        minimum=len(others) + 1, failure_decides=True, neither_way=True)   # Spambase is needed
 
 
 def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
@@ -1121,7 +1129,7 @@ def _bounded(holds: bool, capped: str, *, above: bool) -> bool | None:
     """A claim "the ratio is above (`above`) or at most its threshold", `holds` at the recorded ratio, whose
     `capped` time (:data:`CAPPED_RATIO`; "" none) makes it a lower or an upper bound of the true ratio: a
     lower bound settles an "above" claim that holds and an "at most" claim that fails, an upper bound the
-    converse; otherwise None (undecided)."""
+    converse; otherwise None (a bound on the wrong side: a missing number, not run)."""
     if capped in ("", "both"):
         return None if capped else holds
     return holds if (holds == above) == (capped == "numerator") else None
@@ -1177,6 +1185,8 @@ def claim_benchmark_time(ratios, *, datasets=None, min_factuals: int = MIN_SOLVE
     5 factuals, too few to decide alone under the rule of then, "every ratio > 1"; waiting for the other datasets instead would let six more cells of 5
     factuals decide on those 5, and the book's *reproduced* rested on 5 (audit 23b).)"""
     counted = ratios[(ratios["factuals"] >= min_factuals) & ratios["ratio"].notna()] if len(ratios) else ratios
+    if datasets is not None and len(counted):                 # a ratio outside the protocol decides nothing
+        counted = counted[counted.index.isin(list(datasets))]
     bounds = [f"on {d} {CAPPED_RATIO[c]}" for d, c in counted["capped"].items() if c] if len(counted) else []
     read = [_slower(r, c, band) for r, c in zip(counted["ratio"], counted["capped"])]
     holds = every(read) if len(counted) else None
@@ -1184,11 +1194,12 @@ def claim_benchmark_time(ratios, *, datasets=None, min_factuals: int = MIN_SOLVE
     few = [f"{d} on {n}" for d, n in ratios["factuals"].items() if n < min_factuals] if len(ratios) else []
     other = ({d: int(n) for d, n in ratios["other_machine"].items() if n}
              if len(ratios) and "other_machine" in ratios else {})
-    # the evidence is the datasets of the protocol counted: a ratio elsewhere cannot stand in for one of them
-    named = len(counted) if datasets is None else int(counted.index.isin(list(datasets)).sum())
-    # with every dataset counted, an open verdict is a ratio read neither way: within the band, or a bound
+    named = len(counted)  # the datasets of the protocol counted: a ratio elsewhere cannot stand in for one of them
+    # with every dataset counted, an open verdict is a reading only where each open ratio is a time within the
+    # band; a capped median is a missing number (audit 41b J1)
+    read_open = all(c == "" for r, c in zip(read, counted["capped"]) if r is None) if len(counted) else False
     return CLAIMS.claim("05-benchmark-time", evidence=named, minimum=max(len(datasets or ()), 1),
-                 failure_decides=holds is False, neither_way=True,
+                 failure_decides=holds is False, neither_way=read_open,
                  ours=", ".join(f"{d} {beside(r, '.1f', 1 / band, band)}x" for d, r in ratios["ratio"].dropna().items())
                       or "not run",
                  holds=holds,
@@ -1213,11 +1224,11 @@ def claim_evolving_direct(curves, *, datasets=ENSEMBLE_DATASETS) -> Claim:
     misses = {d: misses_a_target(curves, dataset=d) for d in datasets}      # every dataset read the same way
     known = {d: v for d, v in misses.items() if v is not None}
     missed = sorted(d for d, v in known.items() if v)
-    short = sorted(d for d in datasets if misses[d] is None and _judged_curve(
-        curves, dataset=d, label="Direct-SAA", min_target=0.5, min_n=MIN_PER_POINT) is not None)
+    short = sorted(d for d in datasets if misses[d] is None and _read_curve(curves, d))
     as_paper = sum(v == (d in EVOLVING_ROBUST) for d, v in known.items())   # misses exactly where the paper's do
     holds = count_decides(as_paper, len(datasets) - len(known), lambda k: k == len(datasets))
     complete = [d for d in short if _simulations(curves, d) >= PAPER_SIMULATIONS[100]]
+    filling = [f"{d} on {_simulations(curves, d)}" for d in short if d not in complete and _simulations(curves, d)]
     return CLAIMS.claim("05-evolving-direct",
                  ours=(f"{len(known) - len(missed)} of {len(known)} meet it; misses: {', '.join(missed) or 'none'}"
                        + (f"; short of a target within noise: {', '.join(short)}" if short else "")
@@ -1227,7 +1238,9 @@ def claim_evolving_direct(curves, *, datasets=ENSEMBLE_DATASETS) -> Claim:
                         neither_way=True,
                         why=_TARGET_RULE + (f"; {', '.join(complete)}: every one of the paper's {PAPER_SIMULATIONS[100]} "
                                             "simulations computed and still short within noise, which more cells of "
-                                            "the paper's protocol cannot decide" if complete else ""))
+                                            "the paper's protocol cannot decide" if complete else "")
+                            + (f"; short within noise on fewer than the paper's {PAPER_SIMULATIONS[100]} simulations, "
+                               f"which more may decide: {', '.join(filling)}" if filling else ""))
 
 
 def _simulations(curves, dataset: str, label: str = "Direct-SAA", min_target: float = 0.5) -> int:

@@ -591,8 +591,11 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     tied = (f"{ties} of the {n} factuals {'is a tie' if ties == 1 else 'are ties'}"
             + (f" ({same} of them one point: the method's counterfactual is the comparator)" if same else "")
             if ties else "")
+    # pairs whose measure is missing, all won or all lost, could decide it: an open verdict is then no reading
+    unmeasured = len(both) - len(measured)
+    could = unmeasured and min(sign_test(wins + unmeasured, losses), sign_test(losses + unmeasured, wins)) <= SIGN_TEST_LEVEL
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why="; ".join(filter(None, [neither, tied, left_out])), neither_way=True)
+                        why="; ".join(filter(None, [neither, tied, left_out])), neither_way=not could)
 
 
 def _same_points(pairs: pd.DataFrame, atol: float = 1e-6) -> int:
@@ -750,8 +753,8 @@ def findings(table: pd.DataFrame) -> str:
         open_ = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == UNDECIDED]
         short = [c.split(".")[0] for c, v in zip(g["Claim"], g["Verdict"]) if v == NOT_RUN]
         lines.append(f"- **{kind.capitalize()}**: held {', '.join(held) or 'none'}; failed {', '.join(failed) or 'none'}"
-                     f"; undecided {', '.join(open_) or 'none'}; not run at this scale (too few factuals) "
-                     f"{', '.join(short) or 'none'}.")
+                     f"; undecided {', '.join(open_) or 'none'}; not run (H1–H4: fewer than 3 counterfactuals; "
+                     f"H5–H11: fewer than 5 decisive pairs, ties left out) {', '.join(short) or 'none'}.")
     return "\n".join(lines)
 
 
