@@ -82,8 +82,10 @@ def test_tables_and_figures_from_a_cell(cells, book_style):
 
 
 def _rows(method, model, values, *, col="retrained", param=None, **extra):
+    """Rows of `method` on factuals 0, 1, ...: a robust region converged (Algorithm 1's status), others optimal."""
+    status = "converged" if method == CH.REGION else "optimal"
     return [{**dict(dataset="toy", factual=i, model=model, method=method, param=param, recommended=True, valid=True,
-                    status="optimal", excess_distance=0.0, tol=1e-4), col: v, **extra} for i, v in enumerate(values)]
+                    status=status, excess_distance=0.0, tol=1e-4), col: v, **extra} for i, v in enumerate(values)]
 
 
 def test_a_pair_whose_measure_is_missing_is_left_out_and_counted():
@@ -163,6 +165,15 @@ def _pairs(ours, base, col="retrained"):
     fields = dict(col=col, status="converged", excess_distance=np.nan)
     return pd.DataFrame(_rows(CH.NEAREST, "forest", base, **fields)
                         + _rows(CH.REGION, "forest", ours, param=CH.RHO, **fields))
+
+
+def test_a_region_stopped_before_certifying_its_rho_is_left_out_of_the_comparisons():
+    """Audit 41c K1: two of paper H10's 11 wins were regions Algorithm 1 stopped at its time limit."""
+    pairs = _pairs([0.9] * 5, [0.1] * 5)
+    assert CH.h6_region_retrained_forest(pairs).verdict == REPRODUCED                # 5 of 5: p = 0.031
+    pairs.loc[pairs.index[-1], "status"] = "time_limit"
+    claim = CH.h6_region_retrained_forest(pairs)
+    assert claim.verdict == NOT_RUN and "1 of the 5 factuals left out: Algorithm 1 stopped" in claim.why
 
 
 def test_a_sign_test_p_above_5_percent_does_not_print_as_0_05():

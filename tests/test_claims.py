@@ -223,6 +223,10 @@ def test_one_win_among_ties_does_not_make_a_hypothesis_hold():
                                "both_valid": True})
     assert C6._better(unmeasured, "06-h9-saa-radius").verdict == NOT_RUN
     assert C6._better(unmeasured.iloc[:6], "06-h9-saa-radius").verdict == UNDECIDED   # one missing cannot decide it
+    # audit 41c K1: a region Algorithm 1 stopped before certifying its rho is no region-robust counterfactual
+    stopped = five.assign(certified=[True] * 4 + [False])
+    claim = C6._better(stopped, "06-h10-region-vs-stretched")
+    assert claim.verdict == NOT_RUN and "1 of the 5 factuals left out: Algorithm 1 stopped" in claim.why
     lost = pd.DataFrame({"ours": [0.0] * 5, "base": [1.0] * 5, "both_valid": True})
     assert C6._better(lost, "06-h9-saa-radius").verdict == DIFFERS                  # p = 0.031 the other way
     assert C6.sign_test(5, 0) == pytest.approx(1 / 32) and C6.sign_test(0, 0) == 1.0

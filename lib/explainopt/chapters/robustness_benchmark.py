@@ -480,9 +480,10 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     wherever the method's measure clears it by more than the tie (audit 40 F4; a method's point on a boundary,
     radius 1e-5, ties it, audit 40b G2). Against
     :data:`STRETCHED_TO`: beside the nearest counterfactual stretched to that counterfactual's own distance (same
-    factual and parameter)."""
+    factual and parameter). ``certified``: false for a robust region Algorithm 1 stopped before certifying its
+    rho (its centre is no region-robust counterfactual at rho; audit 41c K1)."""
     if df.empty:
-        return pd.DataFrame(columns=["ours", "base", "both_valid"])
+        return pd.DataFrame(columns=["ours", "base", "both_valid", "certified"])
     ok = _with_claim_columns(df)
     ok = ok[ok["model"] == model]
     sel = ok[ok["method"] == method]
@@ -494,7 +495,8 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     cols = list(dict.fromkeys([col, "distance", "valid", *(["x"] if "x" in ok else [])]))
     # every factual of the method stays: one without a comparator (the nearest is stretched only to a point the
     # method found) is a pair with no valid counterfactual on that side, counted by `_better` (audit 20b)
-    merged = sel[keys + cols].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
+    sel = sel.assign(certified=sel["status"].eq("converged") if method == REGION else True)
+    merged = sel[keys + cols + ["certified"]].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
     merged = merged.rename(columns={col: "ours", f"{col}_base": "base"})
     found = merged["valid_base"].eq(True) | merged["distance_base"].notna()   # a point, of the target class or not
     return merged.assign(both_valid=merged["valid"].astype(bool) & found,
@@ -559,14 +561,17 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     A pair is left out where the method has no valid counterfactual or the comparator none at all, where the
     measure is missing on one side, and, against a stretched comparator, where it is not at the same distance
     (:func:`at_the_same_distance`); the reason counts each, and the ties that are one point."""
-    both = pairs[pairs["both_valid"].astype(bool)]
-    invalid = (f"{len(pairs) - len(both)} of the {len(pairs)} factuals left out: the method has no valid "
-               "counterfactual, or the comparator none") if len(both) < len(pairs) else ""
+    certified = pairs[pairs["certified"].astype(bool)] if "certified" in pairs else pairs
+    stopped = (f"{len(pairs) - len(certified)} of the {len(pairs)} factuals left out: Algorithm 1 stopped before "
+               "certifying the region's rho") if len(certified) < len(pairs) else ""
+    both = certified[certified["both_valid"].astype(bool)]
+    invalid = (f"{len(certified) - len(both)} of the {len(certified)} factuals left out: the method has no valid "
+               "counterfactual, or the comparator none") if len(both) < len(certified) else ""
     measured = both.dropna(subset=["ours", "base"])
     missing = (f"{len(both) - len(measured)} of the {len(both)} factuals left out: the measure is missing on one "
                "side (a solve stopped without a value)") if len(measured) < len(both) else ""
     pairs, left_out = at_the_same_distance(measured, tie)
-    left_out = "; ".join(filter(None, [invalid, missing, left_out]))
+    left_out = "; ".join(filter(None, [stopped, invalid, missing, left_out]))
     n = len(pairs)
     wins = int((pairs["ours"] > pairs["base"] + tie).sum()) if n else 0
     losses = int((pairs["ours"] < pairs["base"] - tie).sum()) if n else 0
