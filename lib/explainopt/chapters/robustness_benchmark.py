@@ -558,18 +558,16 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     holds on a higher mean and significantly more wins than losses, fails on a lower mean and significantly
     more losses than wins, and is undecided between (not finding a win is no evidence of a loss: audit 40 F1),
     on at least `minimum` decisive pairs (at least :data:`MIN_DECISIVE`), so one win among ties cannot pass.
-    A pair is left out where the method has no valid counterfactual or the comparator none at all, where the
+    A pair is left out where Algorithm 1 stopped before certifying a region's rho (``certified``, :func:`_paired`),
+    where the method has no valid counterfactual or the comparator none at all, where the
     measure is missing on one side, and, against a stretched comparator, where it is not at the same distance
     (:func:`at_the_same_distance`); the reason counts each, and the ties that are one point."""
     certified = pairs[pairs["certified"].astype(bool)] if "certified" in pairs else pairs
-    stopped = (f"{len(pairs) - len(certified)} of the {len(pairs)} factuals left out: Algorithm 1 stopped before "
-               "certifying the region's rho") if len(certified) < len(pairs) else ""
+    stopped = _left_out(certified, pairs, "Algorithm 1 stopped before certifying the region's rho")
     both = certified[certified["both_valid"].astype(bool)]
-    invalid = (f"{len(certified) - len(both)} of the {len(certified)} factuals left out: the method has no valid "
-               "counterfactual, or the comparator none") if len(both) < len(certified) else ""
+    invalid = _left_out(both, certified, "the method has no valid counterfactual, or the comparator none")
     measured = both.dropna(subset=["ours", "base"])
-    missing = (f"{len(both) - len(measured)} of the {len(both)} factuals left out: the measure is missing on one "
-               "side (a solve stopped without a value)") if len(measured) < len(both) else ""
+    missing = _left_out(measured, both, "the measure is missing on one side (a solve stopped without a value)")
     pairs, left_out = at_the_same_distance(measured, tie)
     left_out = "; ".join(filter(None, [stopped, invalid, missing, left_out]))
     n = len(pairs)
@@ -601,6 +599,11 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     could = unmeasured and min(sign_test(wins + unmeasured, losses), sign_test(losses + unmeasured, wins)) <= SIGN_TEST_LEVEL
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
                         why="; ".join(filter(None, [neither, tied, left_out])), neither_way=not could)
+
+
+def _left_out(kept: pd.DataFrame, of: pd.DataFrame, why: str) -> str:
+    """"3 of the 20 factuals left out: `why`", or "" when `kept` keeps every pair `of` has."""
+    return f"{len(of) - len(kept)} of the {len(of)} factuals left out: {why}" if len(kept) < len(of) else ""
 
 
 def _same_points(pairs: pd.DataFrame, atol: float = 1e-6) -> int:
