@@ -566,7 +566,7 @@ def test_merge_adds_the_other_stores_cells_that_this_one_lacks_with_their_proven
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     book.run_grid(_stored, [{"x": x} for x in (1, 2)], cache=ResultStore(mine / "99"), progress=False)
     book.run_grid(_stored, [{"x": x} for x in (2, 3, 4)], cache=ResultStore(theirs / "99"), progress=False)
-    assert book.merge(theirs, into=mine) == {"99": {"added": 2, "problems": []}}
+    assert book.merge(theirs, into=mine) == {"99": {"added": 2, "retimed": 0, "problems": []}}
     merged = {c["provenance"]["config"]["x"]: c for c in ResultStore(mine / "99").current()}
     assert sorted(merged) == [1, 2, 3, 4]
     stored = {c["provenance"]["config"]["x"]: c for c in ResultStore(theirs / "99").current()}
@@ -609,6 +609,27 @@ def test_retime_computes_other_machines_cells_again_here_and_keeps_what_does_not
     assert after[2]["result"]["x"] == 7 and after[3]["provenance"]["wall_time_s"] == 9.0  # both kept as they were
     assert "retimed" not in after[4]["provenance"] and book.retime("99")["retimed"] == 0
     assert book.main(["retime", "99", "--where", "x=2"]) == 1  # what does not reproduce fails the command
+
+
+def test_merge_takes_the_other_stores_retimed_cells_in_place_of_those_they_were_computed_again_from(tmp_path):
+    """A machine that retimes cells in its own copy (chapter 5 pairs solve times only on one machine) hands
+    them over with `merge`; a retimed cell of some other stored cell, or of none, replaces nothing."""
+    from explainopt.experiments import ResultStore, read_store_file
+
+    mine, theirs = ResultStore(tmp_path / "mine" / "99"), ResultStore(tmp_path / "theirs" / "99")
+    book.run_grid(_stored, [{"x": x} for x in (1, 2, 3)], cache=mine, progress=False)
+    for x, cell in {c["provenance"]["config"]["x"]: c for c in mine.current()}.items():
+        old = {k: cell["provenance"][k] for k in ("machine", "wall_time_s", "date")}
+        old = {**old, "date": "1999-01-01"} if x == 3 else old        # retimed from a cell mine does not hold
+        retimed = {**cell["provenance"], "machine": "elsewhere", "wall_time_s": 1.0, "retimed": old}
+        theirs.put(_stored, {"x": x}, {"result": cell["result"], "provenance": retimed})
+    theirs.put(_stored, {"x": 4}, {"result": {"x": 4}, "provenance": {**retimed, "config": {"x": 4}}})
+    assert book.merge(tmp_path / "theirs", into=tmp_path / "mine") == {"99": {"added": 1, "retimed": 2, "problems": []}}
+    machines = {c["provenance"]["config"]["x"]: c["provenance"]["machine"]
+                for c in ResultStore(tmp_path / "mine" / "99").current()}
+    assert machines == {1: "elsewhere", 2: "elsewhere", 3: book.machine(), 4: "elsewhere"}
+    assert len(read_store_file(mine.path(_stored))) == 4  # compacted: one line per cell
+    assert book.merge(tmp_path / "theirs", into=tmp_path / "mine")["99"] == {"added": 0, "retimed": 0, "problems": []}
 
 
 def test_merge_names_what_it_cannot_read_and_refuses_a_folder_without_a_store(tmp_path):

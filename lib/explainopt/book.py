@@ -1007,12 +1007,13 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
     """Fold another copy of the results store (``folder``: another clone's or machine's ``results/<scale>``,
     one sub-folder per chapter, or one chapter's folder) into this one (``into``, default
     ``results/<scale>``): every cell computed by the current code that this store lacks is appended with its
-    own provenance. Returns per chapter ``{"added": n, "problems": [...]}``: the files it could not read
-    (not a store file, damaged, a function the code no longer has), which it skips."""
+    own provenance, and every cell the other store retimed (:func:`retime`) replaces the stored cell it was
+    computed again from. Returns per chapter ``{"added": n, "retimed": n, "problems": [...]}``: the files it
+    could not read (not a store file, damaged, a function the code no longer has), which it skips."""
     into = Path(into or RESULTS / scale)
     report = {}
     for theirs in _chapter_folders(Path(folder)):
-        mine, problems, added = ResultStore(into / theirs.name), [], 0
+        mine, problems, added, retimed = ResultStore(into / theirs.name), [], 0, 0
         for path in sorted(theirs.glob("*.jsonl.gz")):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -1026,13 +1027,25 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
             current = ResultStore(theirs).cells(func) if func else []
             problems += [f"{path}: {len(cells) - len(current)} cells computed by other code, not added"] \
                 if len(cells) > len(current) else []
+            replaced = 0
             for cell in current:
                 config = cell["provenance"]["config"]
-                if mine.get(func, config) is None:
+                stored = mine.get(func, config)
+                if stored is None or _retimed_from(cell, stored):
                     mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
-                    added += 1
-        report[theirs.name] = {"added": added, "problems": problems}
+                    added, replaced = added + (stored is None), replaced + (stored is not None)
+            if replaced:
+                mine.compact(func)
+            retimed += replaced
+        report[theirs.name] = {"added": added, "retimed": retimed, "problems": problems}
     return report
+
+
+def _retimed_from(cell: dict, stored: dict) -> bool:
+    """Whether `cell` is `stored` computed again on another machine by :func:`retime` (its provenance names
+    the machine, wall time and date of the cell it replaces)."""
+    old = cell["provenance"].get("retimed")
+    return bool(old) and all(old.get(k) == stored["provenance"].get(k) for k in ("machine", "wall_time_s", "date"))
 
 
 #: Stale cells that took at most this long (seconds, stored wall time) are all computed again by
@@ -1207,7 +1220,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     elif args.command == "merge":
         for chapter, report in merge(args.folder, args.scale).items():
-            print(f"[explainopt] chapter {chapter}: {report['added']} cells added")
+            print(f"[explainopt] chapter {chapter}: {report['added']} cells added, {report['retimed']} retimed")
             for problem in report["problems"]:
                 print(f"[explainopt]   not read: {problem}")
     elif args.command == "revalidate":
