@@ -408,6 +408,15 @@ sys.path.insert(0, {tests!r})
 from test_experiments import pid_cell
 run_grid(pid_cell, [dict(x=x, folder={folder!r}) for x in range(4)], n_jobs=2, progress=False)
 """
+#: A budgeted fill from the command line: one cell at a time in a worker, each stored by its worker.
+FILL = """
+import sys
+from explainopt.book import fill_isolated
+from explainopt.experiments import ResultStore
+sys.path.insert(0, {tests!r})
+from test_experiments import pid_cell
+fill_isolated(pid_cell, [dict(x=x, folder={folder!r}) for x in range(2)], ResultStore({folder!r}))
+"""
 
 
 def pid_cell(x, folder):
@@ -428,23 +437,27 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]
 
 
-def test_a_killed_runner_leaves_no_workers_behind(tmp_path):
+@pytest.mark.parametrize("script, n_workers, how", [(RUNNER, 2, "SIGKILL"), (FILL, 1, "SIGKILL"), (FILL, 1, "SIGTERM")])
+def test_a_killed_runner_leaves_no_workers_behind(tmp_path, script, n_workers, how):
+    """A worker left computing after its runner is gone would hold its cell's claim, so that the next fill
+    skips the cell, and store it behind that fill's back."""
     import signal
     import subprocess
     import sys
 
-    runner = subprocess.Popen([sys.executable, "-c", RUNNER.format(tests=str(Path(__file__).parent), folder=str(tmp_path))])
+    runner = subprocess.Popen([sys.executable, "-c", script.format(tests=str(Path(__file__).parent), folder=str(tmp_path))])
     deadline = time.monotonic() + 60
-    while len(list(tmp_path.glob("pid-*"))) < 2 and time.monotonic() < deadline:
+    while len(list(tmp_path.glob("pid-*"))) < n_workers and time.monotonic() < deadline:
         time.sleep(0.2)
     workers = [int(p.read_text()) for p in tmp_path.glob("pid-*")]
-    assert len(workers) == 2
-    runner.send_signal(signal.SIGKILL)
+    assert len(workers) == n_workers and runner.pid not in workers
+    runner.send_signal(getattr(signal, how))
     runner.wait()
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(_alive(pid) for pid in workers)
+    assert ResultStore(tmp_path).claim(pid_cell, {"x": 0, "folder": str(tmp_path)}) is not None  # its claim is free
 
 
 # --------------------------------------------------------------------------- revalidate

@@ -791,13 +791,14 @@ def fill_isolated(func, configs: list[dict], store: ResultStore, *, budget: floa
     `budget` seconds. A worker killed outright (a native crash: SCIP aborted inside chapter 6's heloc forest
     cell) costs that cell only: a warning names it, it stays missing, and the fill goes on with a new worker.
     (Run in-process, such a crash ended the fill; :func:`~explainopt.experiments.run_grid` is left as it is,
-    since chapter 4's cells call it and its code is in their fingerprints.)"""
+    since chapter 4's cells call it and its code is in their fingerprints.) A fill killed or stopped
+    (``kill``, SIGTERM) takes its worker down with it, and with it the worker's claim on its cell."""
     deadline = None if budget is None else time.monotonic() + budget
     for config in tqdm(configs, desc=description):
         left = None if deadline is None else deadline - time.monotonic()
         if left is not None and left <= 0:
             break
-        worker = get_reusable_executor(max_workers=1)
+        worker = get_reusable_executor(max_workers=1, initializer=experiments._exit_with_parent)
         try:
             worker.submit(run_grid, func, [config], cache=store, budget=left, progress=False).result()
         except BrokenExecutor as error:
