@@ -176,6 +176,16 @@ def test_a_region_stopped_before_certifying_its_rho_is_left_out_of_the_compariso
     assert claim.verdict == NOT_RUN and "1 of the 5 factuals left out: Algorithm 1 stopped" in claim.why
 
 
+def test_the_reason_says_which_datasets_and_models_carry_the_decisive_pairs():
+    """Audit 41c K2, K4: paper H10's 12 decisive pairs were all forest pairs, 9 of them of German-Credit; a pooled
+    sign test does not say so. One dataset alone needs no breakdown."""
+    frame = _pairs([0.9] * 5 + [0.1, 0.5], [0.1] * 5 + [0.9, 0.5])
+    assert "per dataset" not in CH.h6_region_retrained_forest(frame).why
+    frame.loc[frame["factual"] >= 4, "dataset"] = "other"
+    claim = CH.h10_region_vs_stretched(frame.replace({"method": {CH.NEAREST: CH.STRETCHED}}).assign(distance=1.0))
+    assert "higher vs lower per dataset: toy forest 4 vs 0, other forest 1 vs 1; 1 of the 7 factuals is a tie" in claim.why
+
+
 def test_a_sign_test_p_above_5_percent_does_not_print_as_0_05():
     """Audit 5 C5: chapter 6's hypotheses printed their numbers on the wrong side of the bounds."""
     c = CH.h6_region_retrained_forest(_pairs([0.9] * 44 + [0.1] * 29, [0.1] * 44 + [0.9] * 29))

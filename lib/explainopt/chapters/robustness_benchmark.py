@@ -483,7 +483,7 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     factual and parameter). ``certified``: false for a robust region Algorithm 1 stopped before certifying its
     rho (its centre is no region-robust counterfactual at rho; audit 41c K1)."""
     if df.empty:
-        return pd.DataFrame(columns=["ours", "base", "both_valid", "certified"])
+        return pd.DataFrame(columns=["model", "dataset", "ours", "base", "both_valid", "certified"])
     ok = _with_claim_columns(df)
     ok = ok[ok["model"] == model]
     sel = ok[ok["method"] == method]
@@ -496,7 +496,7 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     # every factual of the method stays: one without a comparator (the nearest is stretched only to a point the
     # method found) is a pair with no valid counterfactual on that side, counted by `_better` (audit 20b)
     sel = sel.assign(certified=sel["status"].eq("converged") if method == REGION else True)
-    merged = sel[keys + cols + ["certified"]].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
+    merged = sel[["model", *keys, *cols, "certified"]].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
     merged = merged.rename(columns={col: "ours", f"{col}_base": "base"})
     found = merged["valid_base"].eq(True) | merged["distance_base"].notna()   # a point, of the target class or not
     return merged.assign(both_valid=merged["valid"].astype(bool) & found,
@@ -598,7 +598,20 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     unmeasured = len(both) - len(measured)
     could = unmeasured and min(sign_test(wins + unmeasured, losses), sign_test(losses + unmeasured, wins)) <= SIGN_TEST_LEVEL
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why="; ".join(filter(None, [neither, tied, left_out])), neither_way=not could)
+                        why="; ".join(filter(None, [neither, _where_decisive(pairs, tie), tied, left_out])),
+                        neither_way=not could)
+
+
+def _where_decisive(pairs: pd.DataFrame, tie: float) -> str:
+    """Where the decisive pairs of `pairs` (a :func:`_paired` frame, ties left in) lie: "higher vs lower" per
+    dataset and model. The sign test pools factuals, and those of one dataset share a model; a reader sees
+    whether one dataset carries the count (audit 41c K2, K4)."""
+    higher, lower = pairs["ours"] > pairs["base"] + tie, pairs["ours"] < pairs["base"] - tie
+    counts = pd.DataFrame({"higher": higher, "lower": lower, "model": pairs["model"], "dataset": pairs["dataset"]})
+    counts = counts[higher | lower].groupby(["dataset", "model"])[["higher", "lower"]].sum()
+    counts = counts.sort_values(["higher", "lower"], ascending=False)
+    return ("higher vs lower per dataset: " + ", ".join(f"{d} {m} {h} vs {l}" for (d, m), (h, l) in counts.iterrows())
+            if len(counts) > 1 else "")
 
 
 def _left_out(kept: pd.DataFrame, of: pd.DataFrame, why: str) -> str:
