@@ -318,8 +318,8 @@ def test_claim_is_not_run_without_data(id):
 # --------------------------------------------------------------------------- re-audit (issue 26, second audit)
 
 def _rbr_without_vdelta(rbr_l1):
-    """The paper's own Table 1 with RBR's vΔ undefined on three data sets (every RBR counterfactual outside
-    [0, 1], as in the paper-scale run) and RBR's l1 set to `rbr_l1`."""
+    """The paper's own Table 1 with RBR's vΔ undefined on three data sets (no counterfactual found there) and
+    RBR's l1 set to `rbr_l1`."""
     table = _paper_like({("RBR", "l1"): rbr_l1})
     table.loc[(table["method"] == "RBR") & (table["dataset"] != "heloc"), "vΔ"] = math.nan
     return table
@@ -332,9 +332,20 @@ def test_rbr_claim_is_decided_by_its_l1_part_when_vdelta_is_undefined():
     assert failed.verdict == DIFFERS and failed.explanation.startswith(("Genuine finding", "Deviation"))
     assert "vΔ undefined on adult, compas and give_me_some_credit" in failed.why
     open_ = C4.claim_rbr(_rbr_without_vdelta(0.0001))    # l1 part holds, vΔ part cannot be judged
-    assert open_.verdict == NOT_RUN and "none of RBR's counterfactuals there lies inside [0, 1]" in open_.explanation
+    assert open_.verdict == NOT_RUN and "RBR found no counterfactual there" in open_.explanation
     robust = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 90.0})
     assert C4.claim_rbr(robust).verdict == DIFFERS       # Δ-robust somewhere: the vΔ part fails
+
+
+def test_rbr_claim_says_its_counterfactuals_outside_the_box_were_tested():
+    """Paper scale: every RBR counterfactual of adult, compas and give_me_some_credit lies outside [0, 1] (its
+    reference code has no box); vΔ tests them there (chapter 4's ``interval_lower_anywhere``), where it once
+    left them out and the claim could not be judged."""
+    table = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 0.0}).assign(outside=0.0)
+    table.loc[(table["method"] == "RBR") & (table["dataset"] != "heloc"), "outside"] = 100.0
+    claim = C4.claim_rbr(table)
+    assert claim.verdict == REPRODUCED
+    assert "RBR's counterfactuals leave [0, 1] on adult, compas and give_me_some_credit (100 %, 100 %, 100 %)" in claim.why
 
 
 def test_rbr_claim_on_one_data_set_still_asks_for_the_lowest_l1_there():
