@@ -216,6 +216,16 @@ def test_certified_radii_within_the_solvers_margin_are_ties():
                                      param=CH.ALPHA)).verdict == DIFFERS
 
 
+def test_losses_whose_method_point_lies_on_the_boundary_are_counted():
+    """Audit 41c K3: 16 of paper H9's 32 losses are Direct-SAA points 1e-5 past a forest split (a minimum-distance
+    method puts its point there by construction), which the reason did not say."""
+    frame = _matched(CH.DIRECT_SAA, "forest", [1e-5] * 3 + [0.01] * 2, [1e-5] * 5, [0.02] * 5, param=CH.ALPHA)
+    claim = CH.h9_saa_radius(frame)
+    assert claim.verdict == DIFFERS
+    assert "on 3 of the 5 lower, the method's point lies on a split or the decision boundary" in claim.why
+    assert "decision boundary" not in CH.h6_region_retrained_forest(_pairs([0.0] * 5, [0.5] * 5)).why  # a share
+
+
 def test_ties_that_compare_a_counterfactual_with_itself_are_named():
     """Audit 40 F2: 37 of paper H10's 48 ties were one point (the region's centre is the stretched nearest):
     the method bought nothing there, which "ties" alone did not say."""

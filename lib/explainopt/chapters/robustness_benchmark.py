@@ -552,7 +552,7 @@ RADIUS_TIE = 1e-4
 
 
 def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: str = "",
-            tie: float = TIE) -> Claim:
+            tie: float = TIE, radius: str = "") -> Claim:
     """Hypothesis "ours > base", decided by one-sided sign tests at :data:`SIGN_TEST_LEVEL` over the
     decisive pairs (ties, within `tie`, e.g. both valid for every retrained model, count for neither): it
     holds on a higher mean and significantly more wins than losses, fails on a lower mean and significantly
@@ -561,7 +561,9 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     A pair is left out where Algorithm 1 stopped before certifying a region's rho (``certified``, :func:`_paired`),
     where the method has no valid counterfactual or the comparator none at all, where the
     measure is missing on one side, and, against a stretched comparator, where it is not at the same distance
-    (:func:`at_the_same_distance`); the reason counts each, and the ties that are one point."""
+    (:func:`at_the_same_distance`); the reason counts each, and the ties that are one point. A `radius` (a
+    certified distance to a split or the decision boundary, or Δ; its name) within `tie` of 0 is the method's
+    point on that boundary: the reason counts the losses that are such points (audit 41c K3: 16 of paper H9's 32)."""
     certified = pairs[pairs["certified"].astype(bool)] if "certified" in pairs else pairs
     stopped = _left_out(certified, pairs, "Algorithm 1 stopped before certifying the region's rho")
     both = certified[certified["both_valid"].astype(bool)]
@@ -598,8 +600,18 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     unmeasured = len(both) - len(measured)
     could = unmeasured and min(sign_test(wins + unmeasured, losses), sign_test(losses + unmeasured, wins)) <= SIGN_TEST_LEVEL
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
-                        why="; ".join(filter(None, [neither, _where_decisive(pairs, tie), tied, left_out])),
+                        why="; ".join(filter(None, [neither, _where_decisive(pairs, tie),
+                                                    _on_the_boundary(pairs, tie, radius) if radius else "", tied, left_out])),
                         neither_way=not could)
+
+
+def _on_the_boundary(pairs: pd.DataFrame, tie: float, radius: str) -> str:
+    """"on k of the L lower, the method's point lies on a split or the decision boundary (its `radius` within
+    `tie` of 0)", or "" if none."""
+    lower = pairs[pairs["ours"] < pairs["base"] - tie]
+    k = int((lower["ours"] <= tie).sum())
+    return (f"on {k} of the {len(lower)} lower, the method's point lies on a split or the decision boundary (its "
+            f"{radius} within {tie:g} of 0: the solver's margin)" if k else "")
 
 
 def _where_decisive(pairs: pd.DataFrame, tie: float) -> str:
@@ -721,7 +733,7 @@ def h7_proplace_radius(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Clai
     against the nearest one, whose certified radius is the MILP's strictness margin since it lies on the
     decision boundary, H7 could not fail.)"""
     return _better(_paired(df, "network", PROPLACE, "radius_linf", against=STRETCHED_TO), "06-h7-proplace-radius",
-                   minimum=minimum, tie=RADIUS_TIE)
+                   minimum=minimum, tie=RADIUS_TIE, radius="radius")
 
 
 def h8_region_model_shift(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
@@ -730,14 +742,14 @@ def h8_region_model_shift(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> C
     bisection answer, the true Δ within the row's ``tol`` above it (H3 grants the same), so a pair closer than
     that is a tie (audit 19b: the book counted a win by 0.00082 at tol 0.001)."""
     return _better(_paired(df, "network", REGION, "delta_exact", against=STRETCHED), "06-h8-region-model-shift",
-                   minimum=minimum, tie=float(np.nanmax([TIE, *_valid(df)["tol"]])))
+                   minimum=minimum, tie=float(np.nanmax([TIE, *_valid(df)["tol"]])), radius="Δ")
 
 
 def h9_saa_radius(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
     """H9 against the nearest counterfactual stretched to Direct-SAA's own distance (amended after audit 14,
     as H7)."""
     return _better(_paired(df, "forest", DIRECT_SAA, "radius_linf", against=STRETCHED_TO), "06-h9-saa-radius",
-                   minimum=minimum, tie=RADIUS_TIE)
+                   minimum=minimum, tie=RADIUS_TIE, radius="radius")
 
 
 def h10_region_vs_stretched(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
