@@ -613,23 +613,53 @@ def test_retime_computes_other_machines_cells_again_here_and_keeps_what_does_not
 
 def test_merge_takes_the_other_stores_retimed_cells_in_place_of_those_they_were_computed_again_from(tmp_path):
     """A machine that retimes cells in its own copy (chapter 5 pairs solve times only on one machine) hands
-    them over with `merge`; a retimed cell of some other stored cell, or of none, replaces nothing."""
+    them over with `merge`. A retimed cell of some other stored cell (audit 42 L10: or of one whose times were
+    never recorded), or whose result differs from the stored one (L9), replaces nothing; merge only appends
+    (L8: a rewrite would drop what a fill appends meanwhile)."""
     from explainopt.experiments import ResultStore, read_store_file
 
     mine, theirs = ResultStore(tmp_path / "mine" / "99"), ResultStore(tmp_path / "theirs" / "99")
-    book.run_grid(_stored, [{"x": x} for x in (1, 2, 3)], cache=mine, progress=False)
+    book.run_grid(_stored, [{"x": x} for x in (1, 2, 3, 5, 6)], cache=mine, progress=False)
     for x, cell in {c["provenance"]["config"]["x"]: c for c in mine.current()}.items():
         old = {k: cell["provenance"][k] for k in ("machine", "wall_time_s", "date")}
-        old = {**old, "date": "1999-01-01"} if x == 3 else old        # retimed from a cell mine does not hold
+        old = {**old, "date": "1999-01-01"} if x == 3 else dict.fromkeys(old) if x == 6 else old
+        result = {**cell["result"], "x": 1000} if x == 5 else cell["result"]     # does not reproduce
         retimed = {**cell["provenance"], "machine": "elsewhere", "wall_time_s": 1.0, "retimed": old}
-        theirs.put(_stored, {"x": x}, {"result": cell["result"], "provenance": retimed})
+        theirs.put(_stored, {"x": x}, {"result": result, "provenance": retimed})
     theirs.put(_stored, {"x": 4}, {"result": {"x": 4}, "provenance": {**retimed, "config": {"x": 4}}})
-    assert book.merge(tmp_path / "theirs", into=tmp_path / "mine") == {"99": {"added": 1, "retimed": 2, "problems": []}}
-    machines = {c["provenance"]["config"]["x"]: c["provenance"]["machine"]
-                for c in ResultStore(tmp_path / "mine" / "99").current()}
-    assert machines == {1: "elsewhere", 2: "elsewhere", 3: book.machine(), 4: "elsewhere"}
-    assert len(read_store_file(mine.path(_stored))) == 4  # compacted: one line per cell
-    assert book.merge(tmp_path / "theirs", into=tmp_path / "mine")["99"] == {"added": 0, "retimed": 0, "problems": []}
+    report = book.merge(tmp_path / "theirs", into=tmp_path / "mine")["99"]
+    assert (report["added"], report["retimed"]) == (1, 2)
+    assert len(report["problems"]) == 3 and all("not taken" in p for p in report["problems"])
+    merged = {c["provenance"]["config"]["x"]: c for c in ResultStore(tmp_path / "mine" / "99").current()}
+    assert {x: c["provenance"]["machine"] for x, c in merged.items()} == {
+        1: "elsewhere", 2: "elsewhere", 3: book.machine(), 4: "elsewhere", 5: book.machine(), 6: book.machine()}
+    assert merged[5]["result"]["x"] == 5
+    assert len(read_store_file(mine.path(_stored))) == 5 + 3  # appended: the superseded lines stay, the last counts
+    again = book.merge(tmp_path / "theirs", into=tmp_path / "mine")["99"]
+    assert (again["added"], again["retimed"], len(again["problems"])) == (0, 0, 3)
+
+
+def test_retimed_cells_reach_another_copy_whose_results_they_reproduce(tmp_path, monkeypatch):
+    """`retime` in one copy, `merge` into another: the copy takes the retimed cells (its own are the cells they
+    were computed again from) and reads no superseded line as a cell of other code."""
+    from types import SimpleNamespace
+
+    from explainopt import chapters
+    from explainopt.experiments import ResultStore
+
+    store = ResultStore(tmp_path / "paper" / "99")
+    book.run_grid(_limited, [{"x": x} for x in (0, 1)], cache=store, progress=False)
+    for cell in store.current():
+        store.put(_limited, cell["provenance"]["config"],
+                  {"result": cell["result"], "provenance": {**cell["provenance"], "machine": "Linux x86_64, 2 cores"}})
+    shutil.copytree(tmp_path / "paper", tmp_path / "copy")
+    grid = {"cells": book.Grid(_limited, [{"x": x} for x in (0, 1)])}
+    monkeypatch.setattr(book, "RESULTS", tmp_path)
+    monkeypatch.setattr(chapters, "module", lambda name: SimpleNamespace(SCALES={}, grids=lambda settings: grid))
+    monkeypatch.setattr(chapters, "settings", lambda scales, scale: {})
+    assert book.retime("99")["retimed"] == 2
+    assert book.merge(tmp_path / "paper", into=tmp_path / "copy") == {"99": {"added": 0, "retimed": 2, "problems": []}}
+    assert {c["provenance"]["machine"] for c in ResultStore(tmp_path / "copy" / "99").current()} == {book.machine()}
 
 
 def test_merge_names_what_it_cannot_read_and_refuses_a_folder_without_a_store(tmp_path):

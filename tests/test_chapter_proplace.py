@@ -955,4 +955,9 @@ def test_table1_tests_every_counterfactual_found_for_delta_robustness_inside_the
     C = np.array([[0.9] * 3, [np.nan] * 3, [0.8] * 3, [-0.5] * 3, [-0.5] * 3, [-0.2, -0.5, 0.1]])
     m = CH.table_metrics(network, np.full((6, 3), 0.1), C, delta=0.01)
     assert m["vΔ"] == pytest.approx(40) and m["outside"] == pytest.approx(60)
+    assert m["vΔ clipped"] == pytest.approx(40)                  # clipped onto [0, 1], the three still fail
+    C[3] = [1.5, -0.1, -0.1]                                       # passes only off the box: relu(1.5) - 1 > 0
+    assert CH.table_metrics(network, np.full((6, 3), 0.1), C, delta=0.01)["vΔ"] == pytest.approx(60)
+    assert CH.table_metrics(network, np.full((6, 3), 0.1), C, delta=0.01)["vΔ clipped"] == pytest.approx(40)
+    assert np.isnan(CH.table_metrics(network, np.full((1, 3), 0.1), C[:1], delta=0.01)["vΔ clipped"])  # none outside
     assert CH.evaluate(network, np.full((6, 3), 0.1), C, delta=0.01)["vΔ"] == pytest.approx(100)

@@ -178,12 +178,17 @@ def test_a_region_stopped_before_certifying_its_rho_is_left_out_of_the_compariso
 
 def test_the_reason_says_which_datasets_and_models_carry_the_decisive_pairs():
     """Audit 41c K2, K4: paper H10's 12 decisive pairs were all forest pairs, 9 of them of German-Credit; a pooled
-    sign test does not say so. One dataset alone needs no breakdown."""
+    sign test does not say so. Audit 42 L6: nor did the breakdown when one dataset held every decisive pair and
+    the other only ties. Pairs of one dataset and model need none."""
     frame = _pairs([0.9] * 5 + [0.1, 0.5], [0.1] * 5 + [0.9, 0.5])
-    assert "per dataset" not in CH.h6_region_retrained_forest(frame).why
+    assert "by dataset and model" not in CH.h6_region_retrained_forest(frame).why
     frame.loc[frame["factual"] >= 4, "dataset"] = "other"
     claim = CH.h10_region_vs_stretched(frame.replace({"method": {CH.NEAREST: CH.STRETCHED}}).assign(distance=1.0))
-    assert "higher vs lower per dataset: toy forest 4 vs 0, other forest 1 vs 1; 1 of the 7 factuals is a tie" in claim.why
+    assert ("the method higher vs lower than its comparator, by dataset and model: toy forest 4 vs 0 of 4, "
+            "other forest 1 vs 1 of 3; 1 of the 7 factuals is a tie") in claim.why
+    ties = _pairs([0.9] * 6 + [0.5] * 6, [0.1] * 6 + [0.5] * 6)
+    ties.loc[ties["factual"] >= 6, "dataset"] = "other"
+    assert "toy forest 6 vs 0 of 6, other forest 0 vs 0 of 6" in CH.h6_region_retrained_forest(ties).why
 
 
 def test_a_sign_test_p_above_5_percent_does_not_print_as_0_05():

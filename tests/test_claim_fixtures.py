@@ -341,11 +341,17 @@ def test_rbr_claim_says_its_counterfactuals_outside_the_box_were_tested():
     """Paper scale: every RBR counterfactual of adult, compas and give_me_some_credit lies outside [0, 1] (its
     reference code has no box); vΔ tests them there (chapter 4's ``interval_lower_anywhere``), where it once
     left them out and the claim could not be judged."""
-    table = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 0.0}).assign(outside=0.0)
-    table.loc[(table["method"] == "RBR") & (table["dataset"] != "heloc"), "outside"] = 100.0
+    table = _paper_like({("RBR", "l1"): 0.0001, ("RBR", "vΔ"): 40.0}).assign(outside=0.0)
+    outside = (table["method"] == "RBR") & (table["dataset"] != "heloc")
+    table.loc[outside, ["outside", "vΔ clipped"]] = [100.0, 0.0]
     claim = C4.claim_rbr(table)
     assert claim.verdict == REPRODUCED
-    assert "RBR's counterfactuals leave [0, 1] on adult, compas and give_me_some_credit (100 %, 100 %, 100 %)" in claim.why
+    assert ("of its counterfactuals found, 100 %, 100 %, 100 % lie outside [0, 1] on adult, compas and "
+            "give_me_some_credit") in claim.why
+    assert "clipped onto [0, 1] it would read adult: 0, compas: 0, give_me_some_credit: 0" in claim.why
+    assert "on fewer than" not in claim.why and "data sets: lowest on all but one" not in claim.why  # all four ran
+    table.loc[table["method"] == "RBR", "found"] = [100.0, 100.0, 100.0, 100.0 / 50]   # 1 of heloc's 50 found
+    assert C4.claim_rbr(table).evidence == 1            # audit 42 L4: vΔ on one CE is no evidence of 50
 
 
 def test_rbr_claim_on_one_data_set_still_asks_for_the_lowest_l1_there():

@@ -1008,9 +1008,11 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
     """Fold another copy of the results store (``folder``: another clone's or machine's ``results/<scale>``,
     one sub-folder per chapter, or one chapter's folder) into this one (``into``, default
     ``results/<scale>``): every cell computed by the current code that this store lacks is appended with its
-    own provenance, and every cell the other store retimed (:func:`retime`) replaces the stored cell it was
-    computed again from. Returns per chapter ``{"added": n, "retimed": n, "problems": [...]}``: the files it
-    could not read (not a store file, damaged, a function the code no longer has), which it skips."""
+    own provenance, and every cell the other store retimed (:func:`retime`) supersedes the stored cell it was
+    computed again from, where its result reproduces that cell's (:func:`_retimed_from`). Nothing is
+    rewritten, only appended, so that a fill writing to this store meanwhile loses nothing. Returns per
+    chapter ``{"added": n, "retimed": n, "problems": [...]}``: the files it could not read (not a store file,
+    damaged, a function the code no longer has), which it skips, and the retimed cells it did not take."""
     into = Path(into or RESULTS / scale)
     report = {}
     for theirs in _chapter_folders(Path(folder)):
@@ -1025,28 +1027,46 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
                     problems.append(str(exc))
                     continue
             problems += [str(w.message) for w in caught]
-            current = ResultStore(theirs).cells(func) if func else []
-            problems += [f"{path}: {len(cells) - len(current)} cells computed by other code, not added"] \
-                if len(cells) > len(current) else []
-            replaced = 0
+            other = ResultStore(theirs)
+            current = other.cells(func) if func else []
+            stale = len(other.all_cells(func)) - len(current) if func else 0
+            problems += [f"{path}: {stale} cells computed by other code, not added"] if stale else []
             for cell in current:
                 config = cell["provenance"]["config"]
                 stored = mine.get(func, config)
-                if stored is None or _retimed_from(cell, stored):
-                    mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
-                    added, replaced = added + (stored is None), replaced + (stored is not None)
-            if replaced:
-                mine.compact(func)
-            retimed += replaced
+                if stored is None:
+                    added += 1
+                elif _retimed_from(cell, stored):
+                    retimed += 1
+                else:
+                    if cell["provenance"].get("retimed") and stored["provenance"] != cell["provenance"]:
+                        problems.append(f"{path}: retimed cell {cell['key']} not taken: it is not the stored cell "
+                                        "computed again with the same result")
+                    continue
+                mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
         report[theirs.name] = {"added": added, "retimed": retimed, "problems": problems}
     return report
 
 
+#: What a retimed cell's provenance names of the cell it was computed again from (:func:`retime`).
+RETIMED_FROM = ("machine", "wall_time_s", "date")
+
+
 def _retimed_from(cell: dict, stored: dict) -> bool:
-    """Whether `cell` is `stored` computed again on another machine by :func:`retime` (its provenance names
-    the machine, wall time and date of the cell it replaces)."""
-    old = cell["provenance"].get("retimed")
-    return bool(old) and all(old.get(k) == stored["provenance"].get(k) for k in ("machine", "wall_time_s", "date"))
+    """Whether `cell` is `stored` computed again on another machine by :func:`retime`: its provenance names
+    the stored cell's machine, wall time and date (all recorded), and its result reproduces the stored one
+    (:func:`reproduces`)."""
+    old = cell["provenance"].get("retimed") or {}
+    return (all(old.get(k) is not None and old.get(k) == stored["provenance"].get(k) for k in RETIMED_FROM)
+            and reproduces(stored["result"], cell["result"]))
+
+
+def reproduces(stored, result, tolerance: float = experiments.TOLERANCE) -> bool:
+    """Whether `result` is the `stored` result computed again: equal within `tolerance`, times aside
+    (:func:`~explainopt.experiments.differences`), and decided by no limit on either side (a time limit's
+    answer depends on the machine's speed)."""
+    return not (experiments.limited(stored) or experiments.limited(result)
+                or experiments.differences(stored, result, tolerance=tolerance))
 
 
 #: Stale cells that took at most this long (seconds, stored wall time) are all computed again by
@@ -1126,8 +1146,9 @@ def retime(chapter: str, scale: str = "paper", *, grids: list[str] | None = None
     5's benchmark solve times pair each factual's naive and benchmark cells). The cells: the current ones of
     the chapter's grids (`grids`, default all) whose configuration has the values in `where`, computed on
     another machine or before the processor was recorded. A cell that reproduces (times aside,
-    :func:`~explainopt.experiments.differences`) is stored as computed now, its provenance naming the machine,
-    wall time and date it replaces (``retimed``); one that does not, or that a limit decided (its time then
+    :func:`~explainopt.experiments.differences`) is stored as computed now (a line appended, which supersedes
+    the old one), its provenance naming the machine, wall time and date it replaces (``retimed``); one that
+    does not, or that a limit decided (its time then
     says little), is kept as it was and reported. Returns ``{"cells", "retimed", "differs": {key: [...]},
     "limited": [keys]}``."""
     store, module, here = ResultStore(RESULTS / scale / chapter), chapters.module(chapter), machine()
@@ -1147,11 +1168,9 @@ def retime(chapter: str, scale: str = "paper", *, grids: list[str] | None = None
         elif found := experiments.differences(cell["result"], result, tolerance=tolerance):
             report["differs"][cell["key"]] = found
         else:
-            new["provenance"]["retimed"] = {k: old.get(k) for k in ("machine", "wall_time_s", "date")}
+            new["provenance"]["retimed"] = {k: old.get(k) for k in RETIMED_FROM}
             store.put(func, old["config"], new)
             report["retimed"] += 1
-    for func in {func for func, _ in todo}:
-        store.compact(func)
     return report
 
 

@@ -615,14 +615,17 @@ def _on_the_boundary(pairs: pd.DataFrame, tie: float, radius: str) -> str:
 
 
 def _where_decisive(pairs: pd.DataFrame, tie: float) -> str:
-    """Where the decisive pairs of `pairs` (a :func:`_paired` frame, ties left in) lie: "higher vs lower" per
-    dataset and model. The sign test pools factuals, and those of one dataset share a model; a reader sees
-    whether one dataset carries the count (audit 41c K2, K4)."""
-    higher, lower = pairs["ours"] > pairs["base"] + tie, pairs["ours"] < pairs["base"] - tie
-    counts = pd.DataFrame({"higher": higher, "lower": lower, "model": pairs["model"], "dataset": pairs["dataset"]})
-    counts = counts[higher | lower].groupby(["dataset", "model"])[["higher", "lower"]].sum()
-    counts = counts.sort_values(["higher", "lower"], ascending=False)
-    return ("higher vs lower per dataset: " + ", ".join(f"{d} {m} {h} vs {l}" for (d, m), (h, l) in counts.iterrows())
+    """Where the decisive pairs of `pairs` (a :func:`_paired` frame, ties left in) lie: per dataset and model,
+    the method higher and lower than its comparator, of the pairs compared there, most decisive first ("" when
+    the pairs are of one dataset and model). The sign test pools factuals, and those of one dataset share a
+    model; a reader sees whether one dataset carries the count (audit 41c K2, K4; audit 42 L6, L7)."""
+    counts = pd.DataFrame({"dataset": pairs["dataset"], "model": pairs["model"],
+                           "higher": pairs["ours"] > pairs["base"] + tie, "lower": pairs["ours"] < pairs["base"] - tie})
+    counts = counts.groupby(["dataset", "model"]).agg(higher=("higher", "sum"), lower=("lower", "sum"),
+                                                       n=("higher", "size"))
+    counts = counts.assign(decisive=counts["higher"] + counts["lower"]).sort_values("decisive", ascending=False, kind="stable")
+    return ("the method higher vs lower than its comparator, by dataset and model: "
+            + ", ".join(f"{d} {m} {h} vs {l} of {n}" for (d, m), (h, l, n, _) in counts.iterrows())
             if len(counts) > 1 else "")
 
 
