@@ -566,7 +566,7 @@ def test_merge_adds_the_other_stores_cells_that_this_one_lacks_with_their_proven
     mine, theirs = tmp_path / "mine", tmp_path / "theirs"
     book.run_grid(_stored, [{"x": x} for x in (1, 2)], cache=ResultStore(mine / "99"), progress=False)
     book.run_grid(_stored, [{"x": x} for x in (2, 3, 4)], cache=ResultStore(theirs / "99"), progress=False)
-    assert book.merge(theirs, into=mine) == {"99": {"added": 2, "retimed": 0, "problems": []}}
+    assert book.merge(theirs, into=mine) == {"99": {"added": 2, "retimed": 0, "not_taken": {}, "problems": []}}
     merged = {c["provenance"]["config"]["x"]: c for c in ResultStore(mine / "99").current()}
     assert sorted(merged) == [1, 2, 3, 4]
     stored = {c["provenance"]["config"]["x"]: c for c in ResultStore(theirs / "99").current()}
@@ -611,7 +611,8 @@ def test_retime_computes_other_machines_cells_again_here_and_keeps_what_does_not
     assert book.main(["retime", "99", "--where", "x=2"]) == 1  # what does not reproduce fails the command
 
 
-def test_merge_takes_the_other_stores_retimed_cells_in_place_of_those_they_were_computed_again_from(tmp_path):
+def test_merge_takes_the_other_stores_retimed_cells_in_place_of_those_they_were_computed_again_from(tmp_path,
+                                                                                                   monkeypatch):
     """A machine that retimes cells in its own copy (chapter 5 pairs solve times only on one machine) hands
     them over with `merge`. A retimed cell of some other stored cell (audit 42 L10: or of one whose times were
     never recorded), or whose result differs from the stored one (L9), replaces nothing; merge only appends
@@ -628,15 +629,21 @@ def test_merge_takes_the_other_stores_retimed_cells_in_place_of_those_they_were_
         theirs.put(_stored, {"x": x}, {"result": result, "provenance": retimed})
     theirs.put(_stored, {"x": 4}, {"result": {"x": 4}, "provenance": {**retimed, "config": {"x": 4}}})
     report = book.merge(tmp_path / "theirs", into=tmp_path / "mine")["99"]
-    assert (report["added"], report["retimed"]) == (1, 2)
-    assert len(report["problems"]) == 3 and all("not taken" in p for p in report["problems"])
+    assert (report["added"], report["retimed"], report["problems"]) == (1, 2, [])
+    keys = {c["provenance"]["config"]["x"]: c["key"] for c in mine.current()}
+    assert report["not_taken"] == {keys[3]: "it names another stored cell (machine, wall time, date) than this store's",
+                                   keys[5]: f"{book.RESULT_DIFFERS}: result.x: largest difference 995",
+                                   keys[6]: "it names another stored cell (machine, wall time, date) than this store's"}
     merged = {c["provenance"]["config"]["x"]: c for c in ResultStore(tmp_path / "mine" / "99").current()}
     assert {x: c["provenance"]["machine"] for x, c in merged.items()} == {
         1: "elsewhere", 2: "elsewhere", 3: book.machine(), 4: "elsewhere", 5: book.machine(), 6: book.machine()}
     assert merged[5]["result"]["x"] == 5
     assert len(read_store_file(mine.path(_stored))) == 5 + 3  # appended: the superseded lines stay, the last counts
     again = book.merge(tmp_path / "theirs", into=tmp_path / "mine")["99"]
-    assert (again["added"], again["retimed"], len(again["problems"])) == (0, 0, 3)
+    assert (again["added"], again["retimed"], len(again["not_taken"])) == (0, 0, 3)
+    shutil.copytree(tmp_path / "mine", tmp_path / "results" / "paper")
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    assert book.main(["merge", str(tmp_path / "theirs"), "--scale", "paper"]) == 1  # a result that differs fails it
 
 
 def test_retimed_cells_reach_another_copy_whose_results_they_reproduce(tmp_path, monkeypatch):
@@ -658,7 +665,8 @@ def test_retimed_cells_reach_another_copy_whose_results_they_reproduce(tmp_path,
     monkeypatch.setattr(chapters, "module", lambda name: SimpleNamespace(SCALES={}, grids=lambda settings: grid))
     monkeypatch.setattr(chapters, "settings", lambda scales, scale: {})
     assert book.retime("99")["retimed"] == 2
-    assert book.merge(tmp_path / "paper", into=tmp_path / "copy") == {"99": {"added": 0, "retimed": 2, "problems": []}}
+    assert book.merge(tmp_path / "paper", into=tmp_path / "copy") == {"99": {"added": 0, "retimed": 2, "not_taken": {},
+                                                                            "problems": []}}
     assert {c["provenance"]["machine"] for c in ResultStore(tmp_path / "copy" / "99").current()} == {book.machine()}
 
 

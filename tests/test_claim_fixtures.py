@@ -350,8 +350,16 @@ def test_rbr_claim_says_its_counterfactuals_outside_the_box_were_tested():
             "give_me_some_credit") in claim.why
     assert "clipped onto [0, 1] it would read adult: 0, compas: 0, give_me_some_credit: 0" in claim.why
     assert "on fewer than" not in claim.why and "data sets: lowest on all but one" not in claim.why  # all four ran
-    table.loc[table["method"] == "RBR", "found"] = [100.0, 100.0, 100.0, 100.0 / 50]   # 1 of heloc's 50 found
-    assert C4.claim_rbr(table).evidence == 1            # audit 42 L4: vΔ on one CE is no evidence of 50
+    rbr = table["method"] == "RBR"
+    table.loc[rbr, "found"] = [100.0, 100.0, 100.0, 100.0 / 50]                         # 1 of heloc's 50 found
+    table.loc[rbr & (table["dataset"] == "heloc"), "vΔ"] = 100.0
+    thin = C4.claim_rbr(table)           # audit 42 L4: vΔ on one CE is no evidence, neither way
+    assert thin.verdict == NOT_RUN and "vΔ undefined on heloc: RBR found fewer than 5 counterfactuals there (1)" in thin.why
+    table.loc[rbr & (table["dataset"] == "compas"), "vΔ"] = 90.0
+    assert C4.claim_rbr(table).verdict == DIFFERS      # 42b M1: a data set of 50 CEs still decides against it
+    table.loc[rbr, "l1"] = 9.0
+    table.loc[rbr & (table["dataset"] == "compas"), "vΔ"] = 40.0
+    assert C4.claim_rbr(table).verdict == DIFFERS      # 42b M1: so does the l1 part, which counts factuals
 
 
 def test_rbr_claim_on_one_data_set_still_asks_for_the_lowest_l1_there():

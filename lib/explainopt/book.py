@@ -1009,14 +1009,15 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
     one sub-folder per chapter, or one chapter's folder) into this one (``into``, default
     ``results/<scale>``): every cell computed by the current code that this store lacks is appended with its
     own provenance, and every cell the other store retimed (:func:`retime`) supersedes the stored cell it was
-    computed again from, where its result reproduces that cell's (:func:`_retimed_from`). Nothing is
+    computed again from, where its result reproduces that cell's (:func:`_not_retimed_from`). Nothing is
     rewritten, only appended, so that a fill writing to this store meanwhile loses nothing. Returns per
-    chapter ``{"added": n, "retimed": n, "problems": [...]}``: the files it could not read (not a store file,
-    damaged, a function the code no longer has), which it skips, and the retimed cells it did not take."""
+    chapter ``{"added": n, "retimed": n, "not_taken": {key: why}, "problems": [...]}``: the retimed cells it
+    did not take, and the files or cells it could not read (not a store file, damaged, a function the code no
+    longer has, cells of other code), which it skips."""
     into = Path(into or RESULTS / scale)
     report = {}
     for theirs in _chapter_folders(Path(folder)):
-        mine, problems, added, retimed = ResultStore(into / theirs.name), [], 0, 0
+        mine, problems, added, retimed, not_taken = ResultStore(into / theirs.name), [], 0, 0, {}
         for path in sorted(theirs.glob("*.jsonl.gz")):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -1036,37 +1037,35 @@ def merge(folder: str | Path, scale: str = "paper", *, into: str | Path | None =
                 stored = mine.get(func, config)
                 if stored is None:
                     added += 1
-                elif _retimed_from(cell, stored):
+                elif not (why := _not_retimed_from(cell, stored)):
                     retimed += 1
                 else:
                     if cell["provenance"].get("retimed") and stored["provenance"] != cell["provenance"]:
-                        problems.append(f"{path}: retimed cell {cell['key']} not taken: it is not the stored cell "
-                                        "computed again with the same result")
+                        not_taken[cell["key"]] = why
                     continue
                 mine.put(func, config, {"result": cell["result"], "provenance": cell["provenance"]})
-        report[theirs.name] = {"added": added, "retimed": retimed, "problems": problems}
+        report[theirs.name] = {"added": added, "retimed": retimed, "not_taken": not_taken, "problems": problems}
     return report
 
 
 #: What a retimed cell's provenance names of the cell it was computed again from (:func:`retime`).
 RETIMED_FROM = ("machine", "wall_time_s", "date")
+#: How :func:`_not_retimed_from` begins when a retimed cell's result does not reproduce the stored one's.
+RESULT_DIFFERS = "its result differs from the stored cell's"
 
 
-def _retimed_from(cell: dict, stored: dict) -> bool:
-    """Whether `cell` is `stored` computed again on another machine by :func:`retime`: its provenance names
-    the stored cell's machine, wall time and date (all recorded), and its result reproduces the stored one
-    (:func:`reproduces`)."""
+def _not_retimed_from(cell: dict, stored: dict) -> str:
+    """Why `cell` is not `stored` computed again on another machine by :func:`retime` ("" if it is): its
+    provenance must name the stored cell's machine, wall time and date (all recorded), and its result
+    reproduce the stored one, times aside (:func:`~explainopt.experiments.differences`), neither decided by
+    a limit (a time limit's answer depends on the machine's speed)."""
     old = cell["provenance"].get("retimed") or {}
-    return (all(old.get(k) is not None and old.get(k) == stored["provenance"].get(k) for k in RETIMED_FROM)
-            and reproduces(stored["result"], cell["result"]))
-
-
-def reproduces(stored, result, tolerance: float = experiments.TOLERANCE) -> bool:
-    """Whether `result` is the `stored` result computed again: equal within `tolerance`, times aside
-    (:func:`~explainopt.experiments.differences`), and decided by no limit on either side (a time limit's
-    answer depends on the machine's speed)."""
-    return not (experiments.limited(stored) or experiments.limited(result)
-                or experiments.differences(stored, result, tolerance=tolerance))
+    if not all(old.get(k) is not None and old.get(k) == stored["provenance"].get(k) for k in RETIMED_FROM):
+        return "it names another stored cell (machine, wall time, date) than this store's"
+    if experiments.limited(stored["result"]) or experiments.limited(cell["result"]):
+        return "a limit decided one of the two results"
+    found = experiments.differences(stored["result"], cell["result"])
+    return f"{RESULT_DIFFERS}: {'; '.join(found)}" if found else ""
 
 
 #: Stale cells that took at most this long (seconds, stored wall time) are all computed again by
@@ -1239,10 +1238,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[explainopt] FAILED: {exc}", file=sys.stderr)
             return 1
     elif args.command == "merge":
-        for chapter, report in merge(args.folder, args.scale).items():
+        reports = merge(args.folder, args.scale)
+        for chapter, report in reports.items():
             print(f"[explainopt] chapter {chapter}: {report['added']} cells added, {report['retimed']} retimed")
             for problem in report["problems"]:
                 print(f"[explainopt]   not read: {problem}")
+            for key, why in report["not_taken"].items():
+                print(f"[explainopt]   retimed cell {key} not taken: {why}")
+        if any(why.startswith(RESULT_DIFFERS) for r in reports.values() for why in r["not_taken"].values()):
+            return 1  # a cell computed again with another result: a reproducibility alarm, as in retime
     elif args.command == "revalidate":
         reports = revalidate(args.only, args.scale, recompute_under=args.recompute_under, fraction=args.fraction,
                              minimum=args.minimum, n_jobs=args.jobs)

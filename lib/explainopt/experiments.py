@@ -650,8 +650,10 @@ def revalidate(store: "ResultStore", func: Callable, *, configs: Iterable[dict] 
     now, :func:`limited`, is no evidence either way: ``inconclusive``). One version that moved thus keeps
     its own cells stale without holding back the others. `configs`: only the stale cells of these
     configurations (a chapter's current grids; cells of configurations no grid has any more are left as
-    they are). The sampled cells are stored as computed now either way. Returns ``{"stale", "sampled",
-    "differs": {key: [differences]}, "inconclusive", "kept": {old fingerprint: why}, "restamped"}``."""
+    they are). The sampled cells are stored as computed now either way. The store file is rewritten at the end
+    (:meth:`ResultStore.compact`) from what this process read: no other process may write to it meanwhile.
+    Returns ``{"stale", "sampled", "differs": {key: [differences]}, "inconclusive", "kept": {old fingerprint:
+    why}, "restamped"}``."""
     code = code_fingerprint(func)
     keys = None if configs is None else {config_key(func, c) for c in configs}
     stale = [c for c in store.all_cells(func) if c["provenance"]["code"] != code and (keys is None or c["key"] in keys)]
