@@ -619,6 +619,8 @@ def _where_decisive(pairs: pd.DataFrame, tie: float) -> str:
     the method higher and lower than its comparator, of the pairs compared there, most decisive first ("" when
     the pairs are of one dataset and model). The sign test pools factuals, and those of one dataset share a
     model; a reader sees whether one dataset carries the count (audit 41c K2, K4; audit 42 L6, L7)."""
+    if not {"dataset", "model"} <= set(pairs):
+        return ""
     counts = pd.DataFrame({"dataset": pairs["dataset"], "model": pairs["model"],
                            "higher": pairs["ours"] > pairs["base"] + tie, "lower": pairs["ours"] < pairs["base"] - tie})
     counts = counts.groupby(["dataset", "model"]).agg(higher=("higher", "sum"), lower=("lower", "sum"),
