@@ -197,6 +197,47 @@ def test_a_store_of_many_members_reads_back_every_cell(tmp_path):
     assert all(r is not None and r["x"][-1] == 1999 * c["x"] for r, c in zip(out, configs))
 
 
+def _stored_cell(x):
+    return {"result": {"value": x}, "provenance": {"code": code_fingerprint(square), "function": "test_experiments.square",
+                                                   "config": {"x": x}}}
+
+
+def test_a_reader_that_also_writes_still_sees_what_another_process_appended(tmp_path):
+    mine, theirs = ResultStore(tmp_path), ResultStore(tmp_path)
+    mine.put(square, {"x": 1}, _stored_cell(1))
+    theirs.put(square, {"x": 2}, _stored_cell(2))  # another runner on the same store
+    mine.put(square, {"x": 3}, _stored_cell(3))    # appended after theirs (audit 42b M4)
+    assert mine.get(square, {"x": 2}, fresh=True)["result"] == {"value": 2}
+
+
+def test_compacting_keeps_the_lines_another_process_appended_meanwhile(tmp_path):
+    mine, theirs = ResultStore(tmp_path), ResultStore(tmp_path)
+    mine.put(square, {"x": 1}, _stored_cell(1))
+    mine.put(square, {"x": 1}, _stored_cell(10))   # supersedes the first line
+    theirs.put(square, {"x": 2}, _stored_cell(2))  # a fill appends while `mine` holds what it read
+    mine.compact(square)                           # as revalidate does at its end (audit 42b M3)
+    again = ResultStore(tmp_path)
+    assert len(_stored_lines(tmp_path / "square.jsonl.gz")) == 2
+    assert again.get(square, {"x": 1})["result"] == {"value": 10} and again.get(square, {"x": 2}) is not None
+    assert mine.get(square, {"x": 2})["result"] == {"value": 2}
+
+
+def test_the_package_machinery_is_in_no_fingerprint(monkeypatch):
+    from explainopt.chapters import proplace
+
+    parts = experiments._module_parts.__wrapped__
+    before = code_fingerprint.__wrapped__(proplace.run_factual)  # reaches run_grid for its networks
+
+    def edited(module):
+        return (*parts(module), "# edited") if module in experiments.MACHINERY else parts(module)
+
+    monkeypatch.setattr(experiments, "_module_parts", edited)
+    assert code_fingerprint.__wrapped__(proplace.run_factual) == before
+    assert code_fingerprint.__wrapped__(proplace.network_cell) == code_fingerprint(proplace.network_cell)
+    monkeypatch.setattr(experiments, "_module_parts", lambda m: (*parts(m), "# edited"))  # an algorithm edited
+    assert code_fingerprint.__wrapped__(proplace.run_factual) != before
+
+
 def test_stale_cells_are_counted_and_recomputed(tmp_path, monkeypatch):
     configs = [{"x": x} for x in range(3)]
     run_grid(vector_cell, configs, cache=ResultStore(tmp_path), progress=False)

@@ -110,9 +110,17 @@ def _is_package(module: str) -> bool:
     return path is not None and path.name == "__init__.py"
 
 
+#: The package's own machinery, which no cell's result depends on: grids, stores and provenance (this module),
+#: claims and their reports, figures, the notebook runner. Left out of every fingerprint, so that editing
+#: them stales no stored cell (chapter 4's cells call ``run_grid`` for their networks, whose code the
+#: fingerprint takes through the network cell function itself).
+MACHINERY = frozenset(f"{PACKAGE}.{name}" for name in ("experiments", "reporting", "verdicts", "plots", "book"))
+
+
 def _package_module(name: str) -> str | None:
-    """`name` itself if it is a module of this package, else None."""
-    return name if (name == PACKAGE or name.startswith(PACKAGE + ".")) and _module_file(name) else None
+    """`name` itself if it is a module of this package whose code a fingerprint takes, else None."""
+    in_package = name == PACKAGE or name.startswith(PACKAGE + ".")
+    return name if in_package and name not in MACHINERY and _module_file(name) else None
 
 
 @functools.cache
@@ -496,14 +504,27 @@ class ResultStore:
     def put(self, func: Callable, config: dict, cell: dict) -> None:
         key = config_key(func, config)
         line = json.dumps({"key": key, **cell}, default=_encode, separators=(",", ":"))
-        path = self.path(func)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab") as handle:
-            handle.write(_gzip(line + "\n"))
+        data, path, cells = _gzip(line + "\n"), self.path(func), self._read(func)
+        with self._writing(func), path.open("ab") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        self._read(func)[key] = json.loads(line, object_hook=_decode)
-        self._sizes[func.__name__] = path.stat().st_size
+            end = handle.tell()
+        cells[key] = json.loads(line, object_hook=_decode)
+        if end - len(data) == self._sizes.get(func.__name__):  # else another process appended since we read:
+            self._sizes[func.__name__] = end                    # get(fresh=True) reads the file again
+
+    @contextlib.contextmanager
+    def _writing(self, func: Callable):
+        """Hold the store's write lock of `func`'s file (``flock`` on a file beside the store): appends and
+        :meth:`compact` exclude each other across processes, so a rewrite never drops a line appended meanwhile."""
+        import fcntl  # POSIX only, as the claims
+
+        lock = self.folder / ".claims" / f"{func.__name__}.lock"
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with lock.open("a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
 
     def all_cells(self, func: Callable) -> list[dict]:
         """Every cell of `func` in the store, current or stale (the last line of each key)."""
@@ -530,10 +551,14 @@ class ResultStore:
 
     def compact(self, func: Callable) -> None:
         """Rewrite `func`'s file with one line per key (the last one), each its own gzip member, dropping
-        superseded lines."""
-        cells = self._read(func)
-        data = b"".join(_gzip(json.dumps(c, default=_encode, separators=(",", ":")) + "\n") for c in cells.values())
-        atomic_write_bytes(self.path(func), data)
+        superseded lines. It reads the file again under the write lock, so lines another process appended
+        are kept."""
+        path = self.path(func)
+        with self._writing(func):
+            cells = {c["key"]: c for c in read_store_file(path)} if path.exists() else {}
+            data = b"".join(_gzip(json.dumps(c, default=_encode, separators=(",", ":")) + "\n") for c in cells.values())
+            atomic_write_bytes(path, data)
+            self._lines[func.__name__], self._sizes[func.__name__] = cells, len(data)
 
     def claim(self, func: Callable, config: dict):
         """A claim on one cell while this process computes it (``CellClaim``), so that two runners on
@@ -650,8 +675,8 @@ def revalidate(store: "ResultStore", func: Callable, *, configs: Iterable[dict] 
     now, :func:`limited`, is no evidence either way: ``inconclusive``). One version that moved thus keeps
     its own cells stale without holding back the others. `configs`: only the stale cells of these
     configurations (a chapter's current grids; cells of configurations no grid has any more are left as
-    they are). The sampled cells are stored as computed now either way. The store file is rewritten at the end
-    (:meth:`ResultStore.compact`) from what this process read: no other process may write to it meanwhile.
+    they are). The sampled cells are stored as computed now either way. The store file is compacted at the end
+    (:meth:`ResultStore.compact`, under the store's write lock: a fill may append meanwhile).
     Returns ``{"stale", "sampled", "differs": {key: [differences]}, "inconclusive", "kept": {old fingerprint:
     why}, "restamped"}``."""
     code = code_fingerprint(func)

@@ -545,6 +545,14 @@ def preps_of(settings: dict) -> dict:
     return preps
 
 
+GRID_CLAIMS = {"networks": ["every Table 1 claim (the networks they are measured on)"],
+               "inner": ["The inner problem (eq. 6) can be solved exactly"],
+               "factuals": ["Table 1 at fixed settings: the Table 1 claims, where the tuned table lacks evidence"],
+               "tuning_networks": ["the tuned Table 1's claims (the retrained networks that tune)"],
+               "tuning": ["the tuned Table 1, which the Table 1 claims read: vΔ, vr, lof, l1, WCE, RBR, the robust "
+                          "baselines, Proto-R on adult"]}
+
+
 def grids(settings: dict, *, solver=None, preps: dict | None = None,
           random_state: int = 0) -> dict[str, experiments.Grid]:
     """The chapter's grids at `settings` (a scale's settings), in the order a budgeted run fills them:
