@@ -5,7 +5,8 @@ checks other cells. The numerical code paths are pinned (explainopt.numerics) an
 with CPU-independent arithmetic (explainopt.training), so a cell computed on one x86-64 machine reproduces
 on another. Only small cells (stored wall time at most SMALL_S) that no wall-clock limit
 decided are drawn, about 10 s per chapter and scale. Deterministic fields must match: statuses, flags and counts
-exactly, numbers and counterfactuals to solver tolerance; times are not compared.
+exactly, numbers and counterfactuals to solver tolerance (an optimum's argmin to the solver's accuracy
+once its objective reproduces: at a flat optimum it moves with the CPU); times are not compared.
 """
 
 import hashlib
@@ -62,3 +63,17 @@ def test_the_comparison_ignores_times_and_tolerates_round_off():
         assert_reproduces({"status": "optimal"}, {"status": "infeasible"})
     with pytest.raises(AssertionError, match="x"):
         assert_reproduces({"x": [0.1, 0.2]}, {"x": [0.1, 0.3]})
+
+
+def test_an_optimum_is_judged_by_its_objective_and_its_argmin_at_the_solvers_accuracy():
+    stored = {"status": "optimal", "objective": 243.72789, "x": np.array([2.80479, 2.60429]), "eta": 90.49}
+    flat = {**stored, "objective": 243.72789 * (1 + 3e-9), "x": stored["x"] + [6e-5, -2e-5]}  # as ecd81d58 on two CPUs
+    assert_reproduces(stored, flat)
+    with pytest.raises(AssertionError, match="objective"):
+        assert_reproduces(stored, {**flat, "objective": 243.8})
+    with pytest.raises(AssertionError, match="x"):  # the objective reproduces, the argmin moved beyond the solver
+        assert_reproduces(stored, {**flat, "x": stored["x"] + [1e-2, 0]})
+    with pytest.raises(AssertionError, match="eta"):  # a scalar keeps the store's tolerance
+        assert_reproduces(stored, {**flat, "eta": 90.49 + 1e-3})
+    with pytest.raises(AssertionError, match="x"):  # without an objective, every number at the store's tolerance
+        assert_reproduces({"x": [0.1, 0.2]}, {"x": [0.1 + 3e-5, 0.2]})
