@@ -230,17 +230,19 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     assert len(times) == 7 and times.stopped.tolist() == [False] * 3 + [True] + [False] * 2 + [True]
     assert times.loc[0, "solver"] == "highs (gurobi refused)" and set(times.label) == {"naive", "Direct-SAA",
                                                                                       "isolation forest", "1-LOF"}
-    ratio = CH.benchmark_time_ratio(times)
-    assert ratio.loc["COMPAS", "ratio"] == pytest.approx(8.0 / 2.0)      # median(8, 4, 99) / median(1, 3)
-    assert ratio.loc["COMPAS", "capped"] == "numerator"               # 1-LOF's unsolved 99 s: a lower bound
-    assert ratio.loc["COMPAS", "factuals"] == 2
+    ratio = CH.benchmark_time_ratio(times)                                # one row per benchmark (Figure 6's boxes)
+    assert ratio["method"].tolist() == ["isolation forest", "1-LOF"]
+    assert ratio["ratio"].tolist() == pytest.approx([8.0 / 2.0, 51.5 / 2.0])  # median(8), median(4, 99) / median(1, 3)
+    assert ratio["capped"].tolist() == ["", "numerator"]                  # 1-LOF's unsolved 99 s: a lower bound
+    assert ratio["factuals"].tolist() == [2, 2]
     assert CH.claim_benchmark_time(ratio, min_factuals=2).verdict == REPRODUCED
     # a lower bound below 1 decides nothing: a missing number, not a reading (audit 41b J1), nor a capped pair
-    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2).verdict == NOT_RUN
+    assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped="numerator"), min_factuals=2).verdict == NOT_RUN
     assert CH.claim_benchmark_time(ratio.assign(capped="both"), min_factuals=2).verdict == NOT_RUN
     # a ratio outside the protocol's datasets decides nothing (audit 41b J9)
-    other = pd.concat([ratio, ratio.assign(ratio=1.4, capped="").rename(index={"COMPAS": "Phishing"})])
-    assert CH.claim_benchmark_time(other.assign(ratio=[3.0, 1.4]), datasets=["COMPAS"], min_factuals=2).verdict == REPRODUCED
+    other = pd.concat([ratio.assign(ratio=3.0, capped=""),
+                       ratio.assign(ratio=1.4, capped="").rename(index={"COMPAS": "Phishing"})])
+    assert CH.claim_benchmark_time(other, datasets=["COMPAS"], min_factuals=2).verdict == REPRODUCED
     assert CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped=""), min_factuals=2).verdict == DIFFERS
     # within LOAD_BAND of 1 a ratio decides neither way (audit 40c H3)
     within = CH.claim_benchmark_time(ratio.assign(ratio=1.4, capped=""), min_factuals=2)
@@ -250,7 +252,7 @@ def test_solve_time_frame_keeps_every_solve_with_a_point_and_the_benchmark_ratio
     # the band's edges decide nothing; a bound outside it is no ratio "within" it (audit 40d I1, I5)
     for edge in (2.0, 0.5):
         assert CH.claim_benchmark_time(ratio.assign(ratio=edge, capped=""), min_factuals=2).verdict == UNDECIDED
-    bound = CH.claim_benchmark_time(ratio.assign(ratio=0.4), min_factuals=2)      # a lower bound below 1/2
+    bound = CH.claim_benchmark_time(ratio.assign(ratio=0.4, capped="numerator"), min_factuals=2)  # bounds below 1/2
     assert bound.verdict == NOT_RUN and "within 2x" not in bound.why and "a lower bound" in bound.why
     with pytest.raises(ValueError, match="at least 1"):
         CH.claim_benchmark_time(ratio, min_factuals=2, band=0.5)
@@ -328,25 +330,55 @@ def test_a_judged_miss_still_decides_beside_an_unjudged_rate():
     assert CH.meets_targets(curves, dataset="A") is False
 
 
-@pytest.mark.parametrize("ratio, verdict, printed", [(1.96, UNDECIDED, "COMPAS 1.96x"), (2.04, REPRODUCED, "COMPAS 2.04x"),
-                                                     (0.496, DIFFERS, "COMPAS 0.496x"), (0.504, UNDECIDED, "COMPAS 0.504x")])
+@pytest.mark.parametrize("ratio, verdict, printed", [(1.96, UNDECIDED, "1.96x"), (2.04, REPRODUCED, "2.04x"),
+                                                     (0.496, DIFFERS, "0.496x"), (0.504, UNDECIDED, "0.504x")])
 def test_a_benchmark_time_ratio_is_printed_on_its_side_of_the_band(ratio, verdict, printed):
     """Audit 5 C4: 05-benchmark-time printed its ratio on the wrong side of 1; audit 40d I2: of the band's edges
     (2 and 1/2, audit 40c H3), 1.96 and 2.04 both printed "2.0x"."""
-    c = CH.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": ratio}, dtype=float), "capped": "",
-                                              "factuals": CH.MIN_SOLVES}))
-    assert c.verdict == verdict and c.ours == printed
+    c = CH.claim_benchmark_time(_ratios({"COMPAS": ratio}))
+    assert c.verdict == verdict and c.ours == f"COMPAS: isolation forest {printed}"
+
+
+def _ratios(ratios: dict, *, capped: str = "", factuals: int = CH.MIN_SOLVES) -> pd.DataFrame:
+    """A frame of :func:`benchmark_time_ratio`: per dataset the isolation forest's ratio, or {benchmark: ratio}."""
+    rows = [{"dataset": d, "method": m, "ratio": r, "capped": capped, "factuals": factuals, "other_machine": 0}
+            for d, v in ratios.items() for m, r in (v.items() if isinstance(v, dict) else [("isolation forest", v)])]
+    return pd.DataFrame(rows, columns=["dataset", *CH.BENCHMARK_RATIO_COLUMNS]).set_index("dataset")
+
+
+def test_benchmark_time_reads_each_benchmark_as_figure_6_shows_it():
+    """Audit 40c H3 / 40d I4: the pooled median weighed the two benchmarks by their solves (COMPAS: 69% 1-LOF at
+    1.1x, the isolation forest at 57x, pooled 1.4x, within the band), so no number of factuals could decide it.
+    Per benchmark: every one slower everywhere is *reproduced*; on each dataset one slower and the others within
+    the band is *partly*; a dataset where none is slower, or an open ratio that is a bound, decides nothing."""
+    solves = [("naive", 1.0, 10), ("isolation-forest", 57.0, 3), ("lof", 1.1, 7)]
+    rows = [{"dataset": "COMPAS", "method": m, "alpha": None, "beta": None, "solver": "highs", "fallback_from": None,
+             "status": "optimal", "solve_time": t} for m, t, n in solves for _ in range(n)]
+    ratio = CH.benchmark_time_ratio(CH.solve_time_frame(pd.DataFrame(rows)))
+    assert ratio.set_index("method")["ratio"].to_dict() == pytest.approx({"isolation forest": 57.0, "1-LOF": 1.1})
+    part = CH.claim_benchmark_time(ratio, min_factuals=10)
+    assert part.verdict == PARTLY and "COMPAS 1-LOF" in part.why
+    assert part.ours == "COMPAS: isolation forest 57.0x, 1-LOF 1.1x"
+    assert CH.claim_benchmark_time(ratio.assign(ratio=[57.0, 3.0]), min_factuals=10).verdict == REPRODUCED
+    assert CH.claim_benchmark_time(ratio.assign(ratio=[57.0, 0.4]), min_factuals=10).verdict == DIFFERS
+    two = _ratios({"COMPAS": {"isolation forest": 57.0, "1-LOF": 1.1}, "Adult": {"isolation forest": 1.5, "1-LOF": 1.2}})
+    assert CH.claim_benchmark_time(two).verdict == UNDECIDED          # on Adult neither is slower beyond the band
+    assert CH.claim_benchmark_time(two, datasets=["COMPAS"]).verdict == PARTLY
+    bound = ratio.assign(capped=["", "denominator"])                   # 1-LOF's 1.1x an upper bound: no reading
+    assert CH.claim_benchmark_time(bound, min_factuals=10).verdict == NOT_RUN
+    # a dataset counts once each of its benchmarks rests on enough factuals
+    assert CH.claim_benchmark_time(ratio.assign(factuals=[10, 9]), min_factuals=10).verdict == NOT_RUN
 
 
 
 def test_benchmark_time_needs_every_dataset_the_scale_runs_the_benchmarks_on():
     """The lead, after audit 21: the paper scale read *reproduced* on its first COMPAS cell ("COMPAS 1.1x"), one
     of the datasets the paper runs the benchmarks on (all of ENSEMBLE_DATASETS)."""
-    ratios = pd.DataFrame({"ratio": pd.Series({"COMPAS": 2.5}, dtype=float), "capped": "", "factuals": CH.MIN_SOLVES})
+    ratios = _ratios({"COMPAS": 2.5})
     every = list(CH.ENSEMBLE_DATASETS)
     assert CH.claim_benchmark_time(ratios, datasets=every).verdict == NOT_RUN
     assert CH.claim_benchmark_time(ratios, datasets=["COMPAS"]).verdict == REPRODUCED
-    slower = pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.4}, dtype=float), "capped": "", "factuals": 5})
+    slower = _ratios({"COMPAS": 0.4}, factuals=5)
     assert CH.claim_benchmark_time(slower, datasets=every).verdict == NOT_RUN      # nor a failure on 5 factuals
     assert CH.claim_benchmark_time(slower, datasets=["COMPAS"]).verdict == NOT_RUN
     # a failure on enough factuals decides alone (audit 23b)
@@ -367,8 +399,7 @@ def test_an_interval_reaching_below_20_percent_does_not_print_from_20():
 
 def test_one_plausibility_benchmark_faster_than_naive_decides_beside_a_missing_ratio():
     """Audit 7 E2: one present failure decides a claim over several items."""
-    assert CH.claim_benchmark_time(pd.DataFrame({"ratio": pd.Series({"COMPAS": 0.5, "Adult": np.nan}, dtype=float),
-                                                 "capped": "", "factuals": CH.MIN_SOLVES}), band=1.0).verdict == DIFFERS
+    assert CH.claim_benchmark_time(_ratios({"COMPAS": 0.5, "Adult": np.nan}), band=1.0).verdict == DIFFERS
 
 
 def test_a_dominated_share_below_90_percent_does_not_print_as_90(monkeypatch):
@@ -608,8 +639,8 @@ def _reused_solves(*spec) -> pd.DataFrame:
 
 
 # naive 1 s; per factual the six 1-LOF weights (0.5-1.7 s, each its own solve), the first isolation-forest level 3 s
-# and five more levels reused from it (no solve, 0 s). Over the seven solves the benchmarks' median is 1.5 s
-# (1.5x naive: they cost more); with the five 0 s it is 0.55 s, and the claim fails on our chaining of the levels.
+# and five more levels reused from it (no solve, 0 s). The isolation forest's median solve is 3 s (3x naive: it
+# costs more); with the five 0 s it is 0 s, and the claim fails on our chaining of the levels.
 LOF_TIMES = (0.5, 0.6, 0.7, 1.5, 1.6, 1.7)
 
 
@@ -622,7 +653,7 @@ def _benchmarks(*, reused: bool = True) -> pd.DataFrame:
 def test_reused_isolation_forest_points_do_not_count_as_0_s_solves_in_the_benchmark_median():
     """Audit 12 L1: reused benchmark points counted as solves of 0 s."""
     ratio = CH.benchmark_time_ratio(CH.solve_time_frame(_benchmarks()))
-    assert ratio.loc["COMPAS", "ratio"] == 1.5
+    assert ratio.set_index("method")["ratio"].to_dict() == pytest.approx({"isolation forest": 3.0, "1-LOF": 1.1})
     assert CH.claim_benchmark_time(ratio, min_factuals=1, band=1.0).verdict == REPRODUCED
 
 
@@ -634,7 +665,7 @@ def test_the_solve_time_frame_has_one_row_per_solve_not_per_reused_point():
 def test_the_benchmark_ratio_without_reused_points_is_unchanged_and_decides_both_ways():
     """Audit 12 L1 (guards)."""
     ratio = CH.benchmark_time_ratio(CH.solve_time_frame(_benchmarks(reused=False)))
-    assert ratio.loc["COMPAS", "ratio"] == 1.5
+    assert ratio.set_index("method")["ratio"].to_dict() == pytest.approx({"isolation forest": 3.0, "1-LOF": 1.1})
     assert CH.claim_benchmark_time(ratio, min_factuals=1, band=1.0).verdict == REPRODUCED
     slow_naive = _benchmarks(reused=False).assign(solve_time=lambda f: f.solve_time.where(f.method != "naive", 2.0))
     assert CH.claim_benchmark_time(CH.benchmark_time_ratio(CH.solve_time_frame(slow_naive)), min_factuals=1,
