@@ -222,6 +222,56 @@ def test_compacting_keeps_the_lines_another_process_appended_meanwhile(tmp_path)
     assert mine.get(square, {"x": 2})["result"] == {"value": 2}
 
 
+def test_a_compaction_waits_for_an_append_in_progress(tmp_path):
+    """The write lock (audit 43 N1): a process that has opened the file to append holds it, so a compaction
+    cannot replace the file under it (its line would go to the replaced file and be lost)."""
+    import multiprocessing
+
+    ResultStore(tmp_path).put(square, {"x": 1}, _stored_cell(1))
+    late = gzip.compress(json.dumps({"key": config_key(square, {"x": 2}), **_stored_cell(2)}).encode() + b"\n")
+    context = multiprocessing.get_context("fork")
+    locked, writer = context.Event(), None
+
+    def append_slowly():
+        store = ResultStore(tmp_path)
+        with store._writing(square), store.path(square).open("ab") as handle:
+            locked.set()
+            time.sleep(0.5)           # the compaction below starts meanwhile
+            handle.write(late)
+
+    writer = context.Process(target=append_slowly)
+    writer.start()
+    assert locked.wait(10)
+    ResultStore(tmp_path).compact(square)
+    writer.join(10)
+    again = ResultStore(tmp_path)
+    assert again.get(square, {"x": 1}) is not None and again.get(square, {"x": 2}) is not None
+
+
+def test_a_reader_sees_a_compaction_that_brought_the_file_back_to_the_size_it_read(tmp_path):
+    """Audit 43 N2: a file's size alone misses a rewrite that shrinks it by what another process appended."""
+    mine, theirs = ResultStore(tmp_path), ResultStore(tmp_path)
+    mine.put(square, {"x": 1}, _stored_cell(1))
+    mine.put(square, {"x": 1}, _stored_cell(2))        # a superseded line, as long as the one below
+    size = (tmp_path / "square.jsonl.gz").stat().st_size
+    theirs.put(square, {"x": 3}, _stored_cell(3))
+    theirs.compact(square)                               # drops the superseded line
+    assert (tmp_path / "square.jsonl.gz").stat().st_size == size
+    assert mine.get(square, {"x": 3}, fresh=True)["result"] == {"value": 3}
+
+
+def test_a_stored_result_reads_back_bit_for_bit():
+    """What a cell reads of another cell through the store (chapter 4's networks) is the cell as computed: the
+    machinery is outside every fingerprint (audit 43 N3), so its encoding must not move a number."""
+    rng = np.random.default_rng(0)
+    result = {"layers": [rng.normal(size=(7, 5)), rng.normal(size=5).astype(np.float32), np.arange(4)],
+              "loss": float(rng.normal()), "steps": 12, "name": "net"}
+    again = experiments.stored_form(result)
+    for a, b in zip(result["layers"], again["layers"]):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+    assert again["loss"] == result["loss"] and again["steps"] == 12 and again["name"] == "net"
+
+
 def test_the_package_machinery_is_in_no_fingerprint(monkeypatch):
     from explainopt.chapters import proplace
 

@@ -77,3 +77,8 @@ def test_an_optimum_is_judged_by_its_objective_and_its_argmin_at_the_solvers_acc
         assert_reproduces(stored, {**flat, "eta": 90.49 + 1e-3})
     with pytest.raises(AssertionError, match="x"):  # without an objective, every number at the store's tolerance
         assert_reproduces({"x": [0.1, 0.2]}, {"x": [0.1 + 3e-5, 0.2]})
+    for objective in ("l1", None, float("nan")):     # no finite number: no optimum (audit 43 N4)
+        with pytest.raises(AssertionError, match="x"):
+            assert_reproduces({"objective": objective, "x": [0.5, 0.25]}, {"objective": objective, "x": [0.5 + 1e-4, 0.25]})
+    with pytest.raises(AssertionError, match="counts"):  # integers beside an objective are counts, not an argmin
+        assert_reproduces({**stored, "counts": [1000, 2000]}, {**flat, "counts": [1001, 2002]})

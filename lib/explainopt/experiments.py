@@ -110,10 +110,11 @@ def _is_package(module: str) -> bool:
     return path is not None and path.name == "__init__.py"
 
 
-#: The package's own machinery, which no cell's result depends on: grids, stores and provenance (this module),
-#: claims and their reports, figures, the notebook runner. Left out of every fingerprint, so that editing
-#: them stales no stored cell (chapter 4's cells call ``run_grid`` for their networks, whose code the
-#: fingerprint takes through the network cell function itself).
+#: The package's own machinery: grids, stores and provenance (this module), claims and their reports, figures,
+#: the notebook runner. Left out of every fingerprint, so that editing them stales no stored cell. A cell may
+#: read other cells through it (chapter 4's take their networks from ``run_grid``, whose code the fingerprint
+#: takes through the network cell function itself); what it reads back is the cell as computed, bit for bit
+#: (``stored_form``, tests/test_experiments.py), so no edit here that keeps that test passing moves a result.
 MACHINERY = frozenset(f"{PACKAGE}.{name}" for name in ("experiments", "reporting", "verdicts", "plots", "book"))
 
 
@@ -465,7 +466,7 @@ class ResultStore:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self._lines: dict[str, dict[str, dict]] = {}
-        self._sizes: dict[str, int] = {}
+        self._seen: dict[str, tuple[int, int]] = {}  # function -> (inode, size) of its file as this store last read it
 
     @classmethod
     def of_chapter(cls, chapter: str, scale: str = "paper") -> "ResultStore":
@@ -479,13 +480,12 @@ class ResultStore:
         name = func.__name__
         if name not in self._lines:
             path = self.path(func)
-            self._sizes[name] = path.stat().st_size if path.exists() else 0
+            self._seen[name] = _file_version(path)
             self._lines[name] = {c["key"]: c for c in read_store_file(path)} if path.exists() else {}
         return self._lines[name]
 
     def _refresh(self, func: Callable) -> None:
-        path = self.path(func)
-        if path.exists() and path.stat().st_size != self._sizes.get(func.__name__):
+        if _file_version(self.path(func)) != self._seen.get(func.__name__):
             self._lines.pop(func.__name__, None)
 
     def get(self, func: Callable, config: dict, *, fresh: bool = False) -> dict | None:
@@ -509,10 +509,11 @@ class ResultStore:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-            end = handle.tell()
+            inode, end = os.fstat(handle.fileno()).st_ino, handle.tell()
         cells[key] = json.loads(line, object_hook=_decode)
-        if end - len(data) == self._sizes.get(func.__name__):  # else another process appended since we read:
-            self._sizes[func.__name__] = end                    # get(fresh=True) reads the file again
+        start, seen = end - len(data), self._seen.get(func.__name__)
+        if seen == (inode, start) or (seen == (None, 0) and start == 0):  # else another process wrote since we
+            self._seen[func.__name__] = (inode, end)                      # read: get(fresh=True) reads it again
 
     @contextlib.contextmanager
     def _writing(self, func: Callable):
@@ -558,13 +559,23 @@ class ResultStore:
             cells = {c["key"]: c for c in read_store_file(path)} if path.exists() else {}
             data = b"".join(_gzip(json.dumps(c, default=_encode, separators=(",", ":")) + "\n") for c in cells.values())
             atomic_write_bytes(path, data)
-            self._lines[func.__name__], self._sizes[func.__name__] = cells, len(data)
+            self._lines[func.__name__], self._seen[func.__name__] = cells, _file_version(path)
 
     def claim(self, func: Callable, config: dict):
         """A claim on one cell while this process computes it (``CellClaim``), so that two runners on
         one store never compute the same cell; None if another process holds it."""
         claim = CellClaim(self.folder / ".claims" / f"{func.__name__}-{config_key(func, config)}")
         return claim if claim.acquire() else None
+
+
+def _file_version(path: Path) -> tuple[int, int] | tuple[None, int]:
+    """(inode, size) of a store file, (None, 0) if there is none: an append changes the size, a compaction
+    (``os.replace``) the inode, even where it brings the file back to a size a reader saw (audit 43 N2)."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None, 0
+    return stat.st_ino, stat.st_size
 
 
 class CellClaim:
@@ -619,24 +630,31 @@ def _volatile(key: str) -> bool:
 
 
 def _vector(value) -> bool:
-    """A numeric array or list of several numbers: an optimum's argmin, where a result states its objective."""
+    """An array or list of several floats: an optimum's argmin, where a result states its objective (counts,
+    integers, are none)."""
     if isinstance(value, np.ndarray):
-        return value.size > 1 and np.issubdtype(value.dtype, np.number)
-    return isinstance(value, list) and len(value) > 1 and all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                            for v in value)
+        return value.size > 1 and np.issubdtype(value.dtype, np.floating)
+    return isinstance(value, list) and len(value) > 1 and all(isinstance(v, float) for v in value)
+
+
+def _optimum(stored: dict, again: dict, tolerance: float) -> bool:
+    """Whether `stored` states a finite scalar ``objective`` that `again` reproduces to `tolerance`."""
+    objective = stored.get("objective")
+    finite = isinstance(objective, (int, float)) and not isinstance(objective, bool) and math.isfinite(objective)
+    return finite and not differences(objective, again.get("objective"), tolerance=tolerance)
 
 
 def differences(stored, again, path: str = "result", tolerance: float = TOLERANCE) -> list[str]:
     """Where `again` does not reproduce `stored` (both in :func:`stored_form`): times are skipped, numbers
     compared to `tolerance` (relative and absolute), everything else exactly. Empty when it reproduces.
 
-    A result that states its ``objective`` is an optimum: where the objective reproduces to `tolerance`, its
-    vectors (the argmin) are compared to :data:`ARGMIN_TOLERANCE`, since at a flat optimum the argmin moves
-    with the solver's path far more than the objective does."""
+    A result that states a finite scalar ``objective`` is an optimum: where the objective reproduces to
+    `tolerance`, its float vectors (the argmin) are compared to :data:`ARGMIN_TOLERANCE`, since at a flat
+    optimum the argmin moves with the solver's path far more than the objective does."""
     if isinstance(stored, dict):
         if not isinstance(again, dict) or set(stored) != set(again):
             return [f"{path}: fields differ"]
-        optimum = "objective" in stored and not differences(stored["objective"], again["objective"], tolerance=tolerance)
+        optimum = _optimum(stored, again, tolerance)
         return [d for key in stored if not _volatile(key)
                 for d in differences(stored[key], again[key], f"{path}.{key}",
                                      max(tolerance, ARGMIN_TOLERANCE) if optimum and _vector(stored[key]) else tolerance)]
