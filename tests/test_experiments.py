@@ -257,7 +257,10 @@ def test_a_reader_sees_a_compaction_that_brought_the_file_back_to_the_size_it_re
     theirs.put(square, {"x": 3}, _stored_cell(3))
     theirs.compact(square)                               # drops the superseded line
     assert (tmp_path / "square.jsonl.gz").stat().st_size == size
+    theirs.compact(square)                               # ext4 may hand the first inode back (audit 43b P1)
     assert mine.get(square, {"x": 3}, fresh=True)["result"] == {"value": 3}
+    mine.put(square, {"x": 4}, _stored_cell(4))
+    assert mine.get(square, {"x": 3}, fresh=True) is not None
 
 
 def test_a_stored_result_reads_back_bit_for_bit():

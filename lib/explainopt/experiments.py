@@ -466,7 +466,7 @@ class ResultStore:
     def __init__(self, folder: str | Path):
         self.folder = Path(folder)
         self._lines: dict[str, dict[str, dict]] = {}
-        self._seen: dict[str, tuple[int, int]] = {}  # function -> (inode, size) of its file as this store last read it
+        self._seen: dict[str, tuple] = {}  # function -> the version of its file (_file_version) this store last read
 
     @classmethod
     def of_chapter(cls, chapter: str, scale: str = "paper") -> "ResultStore":
@@ -505,15 +505,15 @@ class ResultStore:
         key = config_key(func, config)
         line = json.dumps({"key": key, **cell}, default=_encode, separators=(",", ":"))
         data, path, cells = _gzip(line + "\n"), self.path(func), self._read(func)
-        with self._writing(func), path.open("ab") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            inode, end = os.fstat(handle.fileno()).st_ino, handle.tell()
+        with self._writing(func):
+            unchanged = _file_version(path) == self._seen.get(func.__name__)  # else another process wrote since
+            with path.open("ab") as handle:                                   # we read: get(fresh=True) reads again
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if unchanged:
+                self._seen[func.__name__] = _file_version(path)
         cells[key] = json.loads(line, object_hook=_decode)
-        start, seen = end - len(data), self._seen.get(func.__name__)
-        if seen == (inode, start) or (seen == (None, 0) and start == 0):  # else another process wrote since we
-            self._seen[func.__name__] = (inode, end)                      # read: get(fresh=True) reads it again
 
     @contextlib.contextmanager
     def _writing(self, func: Callable):
@@ -568,14 +568,15 @@ class ResultStore:
         return claim if claim.acquire() else None
 
 
-def _file_version(path: Path) -> tuple[int, int] | tuple[None, int]:
-    """(inode, size) of a store file, (None, 0) if there is none: an append changes the size, a compaction
-    (``os.replace``) the inode, even where it brings the file back to a size a reader saw (audit 43 N2)."""
+def _file_version(path: Path) -> tuple:
+    """(inode, size, modification time in ns) of a store file, () if there is none: an append changes the size,
+    a compaction (``os.replace``) the inode and the time, even where it brings the file back to a size a reader
+    saw (audit 43 N2) or the file system hands a freed inode back (audit 43b P1)."""
     try:
         stat = path.stat()
     except FileNotFoundError:
-        return None, 0
-    return stat.st_ino, stat.st_size
+        return ()
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 class CellClaim:
