@@ -369,13 +369,24 @@ def test_benchmark_time_reads_each_benchmark_as_figure_6_shows_it():
     assert CH.claim_benchmark_time(bound, min_factuals=10).verdict == NOT_RUN
     # a dataset counts once each of its benchmarks rests on enough factuals
     assert CH.claim_benchmark_time(ratio.assign(factuals=[10, 9]), min_factuals=10).verdict == NOT_RUN
-    # partly only where the open ratio is slower than naive, if by less than the band (audit 43 N7)
-    below = CH.claim_benchmark_time(ratio.assign(ratio=[57.0, 0.7]), min_factuals=10)
-    assert below.verdict == UNDECIDED and "COMPAS 1-LOF (0.70x)" in below.why
+    # partly where the other ratio is within the band on either side of 1: a line at 1 would let sampling alone
+    # flip it (audit 43b P2: COMPAS's 1-LOF 1.10x resamples to 0.90-1.23x)
+    for inside in (0.7, 1.0, 1.9):
+        below = CH.claim_benchmark_time(ratio.assign(ratio=[57.0, inside]), min_factuals=10)
+        assert below.verdict == PARTLY and f"COMPAS 1-LOF ({inside:.2f}x)" in below.why and "partly holds" in below.why
+    # a lower bound within the band is no faster than it: at least partly (43b P4); an upper bound may be faster
+    assert CH.claim_benchmark_time(ratio.assign(capped=["", "numerator"]), min_factuals=10).verdict == PARTLY
+    assert CH.claim_benchmark_time(ratio.assign(capped=["", "denominator"]), min_factuals=10).verdict == NOT_RUN
     # a benchmark that did not run on a dataset does not count as slower (N8), yet one faster decides alone
     alone = CH.claim_benchmark_time(ratio.iloc[:1], min_factuals=10)
     assert alone.verdict == NOT_RUN and "not run: COMPAS 1-LOF" in alone.why
-    assert CH.claim_benchmark_time(ratio.iloc[:1].assign(ratio=0.3), min_factuals=10).verdict == DIFFERS
+    faster = CH.claim_benchmark_time(ratio.iloc[:1].assign(ratio=0.3), min_factuals=10)
+    assert faster.verdict == DIFFERS and "faster than naive beyond 2x: COMPAS isolation forest (0.30x)" in faster.why
+    # the benchmarks the scale runs: rows of another are not read (43b P3)
+    assert CH.claim_benchmark_time(ratio.assign(ratio=[57.0, 0.3]), benchmarks=["isolation forest"],
+                                   min_factuals=10).verdict == REPRODUCED
+    assert CH.benchmarks_run({"contaminations": [], "lof_weights": [1.0]}) == ["1-LOF"]
+    assert CH.benchmarks_run({"contaminations": [0.3], "lof_weights": [1.0]}) == list(CH.BENCHMARKS)
     assert _forest_time(ratio.iloc[:1], min_factuals=10).verdict == REPRODUCED
     # a capped ratio in the band is a bound, not a reading within it (N9); a dataset outside the protocol is not shown
     capped = CH.claim_benchmark_time(ratio.assign(capped=["", "numerator"]), min_factuals=10)
@@ -385,6 +396,8 @@ def test_benchmark_time_reads_each_benchmark_as_figure_6_shows_it():
     assert "Elsewhere" not in outside.ours and "1 of 1 datasets" in outside.why
     nan = CH.claim_benchmark_time(ratio.assign(ratio=[57.0, np.nan]), min_factuals=10)
     assert nan.verdict == NOT_RUN and "no ratio" in nan.why and "COMPAS 1-LOF" in nan.why
+    short = CH.claim_benchmark_time(ratio.assign(ratio=[57.0, np.nan], factuals=[10, 9]), min_factuals=10)
+    assert "no ratio" not in short.why and "COMPAS on 9" in short.why     # short, not missing
 
 
 

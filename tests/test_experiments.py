@@ -248,6 +248,43 @@ def test_a_compaction_waits_for_an_append_in_progress(tmp_path):
     assert again.get(square, {"x": 1}) is not None and again.get(square, {"x": 2}) is not None
 
 
+def test_an_append_waits_for_a_compaction_in_progress(tmp_path):
+    """The write lock on the fill's side (audit 43b P5): a compaction reads the file, then replaces it; an append
+    between the two would go to the replaced file and be lost."""
+    import multiprocessing
+
+    ResultStore(tmp_path).put(square, {"x": 1}, _stored_cell(1))
+    context = multiprocessing.get_context("fork")
+    locked = context.Event()
+
+    def compact_slowly():
+        store = ResultStore(tmp_path)
+        with store._writing(square):
+            read = store.path(square).read_bytes()
+            locked.set()
+            time.sleep(0.5)           # the append below starts meanwhile
+            atomic_write_bytes(store.path(square), read)
+
+    compactor = context.Process(target=compact_slowly)
+    compactor.start()
+    assert locked.wait(10)
+    ResultStore(tmp_path).put(square, {"x": 2}, _stored_cell(2))
+    compactor.join(10)
+    assert ResultStore(tmp_path).get(square, {"x": 2}) is not None
+
+
+def test_a_store_reads_its_file_once_while_only_it_writes(tmp_path, monkeypatch):
+    """Audit 43b P6: a store that notes its own appends does not read the file again for them."""
+    store, reads = ResultStore(tmp_path), []
+    read = experiments.read_store_file
+    monkeypatch.setattr(experiments, "read_store_file", lambda path: reads.append(path) or read(path))
+    for x in range(3):
+        store.put(square, {"x": x}, _stored_cell(x))
+        assert store.get(square, {"x": x}, fresh=True) is not None
+    store.compact(square)                             # reads it once, under the lock
+    assert store.get(square, {"x": 0}, fresh=True) is not None and len(reads) == 1
+
+
 def test_a_reader_sees_a_compaction_that_brought_the_file_back_to_the_size_it_read(tmp_path):
     """Audit 43 N2: a file's size alone misses a rewrite that shrinks it by what another process appended."""
     mine, theirs = ResultStore(tmp_path), ResultStore(tmp_path)
@@ -271,7 +308,7 @@ def test_a_stored_result_reads_back_bit_for_bit():
               "loss": float(rng.normal()), "steps": 12, "name": "net"}
     again = experiments.stored_form(result)
     for a, b in zip(result["layers"], again["layers"]):
-        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+        assert a.shape == b.shape and a.dtype == b.dtype and a.tobytes() == b.tobytes()
     assert again["loss"] == result["loss"] and again["steps"] == 12 and again["name"] == "net"
 
 
