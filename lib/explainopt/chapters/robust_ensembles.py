@@ -1216,7 +1216,8 @@ def claim_benchmark_time(ratios, *, datasets=None, benchmarks=BENCHMARKS, min_fa
     # an open reading is one only where each open ratio is a time within the band; a capped median is a missing
     # number (audit 41b J1), though a lower bound within the band is no faster than it (43b P4)
     read_open = bool(len(counted)) and (open_rows["capped"] == "").all()
-    no_faster = bool(len(counted)) and open_rows["capped"].isin(["", "numerator"]).all()
+    no_faster = bool(len(counted)) and ((open_rows["capped"] == "")
+                                        | ((open_rows["capped"] == "numerator") & (open_rows["ratio"] >= 1 / band))).all()
     slower_on_each = bool(len(read)) and read.eq(True).groupby(level=0).any().all()
     if faster:  # one benchmark faster on enough factuals decides, whatever the other one has
         holds, partly = False, False
@@ -1241,8 +1242,16 @@ def claim_benchmark_time(ratios, *, datasets=None, benchmarks=BENCHMARKS, min_fa
              if len(rows) and "other_machine" in rows else {})
     named = len(whole)  # the datasets of the protocol counted: a ratio elsewhere stands in for none
     n_all = rows.index.nunique() if len(rows) else 0
-    return CLAIMS.claim("05-benchmark-time", evidence=named, minimum=max(len(datasets or ()), 1),
+    minimum = max(len(datasets or ()), 1)
+    partly = partly and named >= minimum   # said so only where the verdict is partly (audit 43c Q1)
+    # all counted, yet open: a capped median on the wrong side of its bound, not too few factuals (43b P4, 43c Q5)
+    bound_open = holds is None and named >= minimum and not read_open
+    return CLAIMS.claim("05-benchmark-time", evidence=named, minimum=minimum,
                  failure_decides=holds is False, neither_way=read_open, partly=partly,
+                 deviation=(f"our solve times, from shared 2-core machines under load, resolve a ratio only beyond "
+                            f"{band:g}x, so within it a benchmark's extra effort is not shown" if partly else None),
+                 undecided_by=("our time limit capped a median whose bound does not decide (the paper solves to "
+                               "optimality)" if bound_open else ""),
                  ours="; ".join(shown) or "not run",
                  holds=holds,
                  why="each benchmark's median solve time over naive's, per dataset (Figure 6's boxes); "
