@@ -650,7 +650,7 @@ def differences(stored, again, path: str = "result", tolerance: float = TOLERANC
     compared to `tolerance` (relative and absolute), everything else exactly. Empty when it reproduces.
 
     A result that states a finite scalar ``objective`` is an optimum: where the objective reproduces to
-    `tolerance`, its float vectors (the argmin) are compared to :data:`ARGMIN_TOLERANCE`, since at a flat
+    `tolerance`, its float vectors (the argmin) are compared to ``ARGMIN_TOLERANCE``, since at a flat
     optimum the argmin moves with the solver's path far more than the objective does."""
     if isinstance(stored, dict):
         if not isinstance(again, dict) or set(stored) != set(again):
