@@ -1205,13 +1205,13 @@ def claim_benchmark_time(ratios, *, datasets=None, benchmarks=BENCHMARKS, min_fa
     rows = rows[rows.index.isin(list(datasets))] if datasets is not None and len(rows) else rows
     enough = (rows["factuals"] >= min_factuals) & rows["ratio"].notna() if len(rows) else pd.Series(dtype=bool)
     counted_rows = rows[enough.to_numpy()] if len(rows) else rows
-    decided = [_slower(r, c, band) for r, c in zip(counted_rows["ratio"], counted_rows["capped"])]
+    decided = pd.Series([_slower(r, c, band) for r, c in zip(counted_rows["ratio"], counted_rows["capped"])],
+                        index=counted_rows.index, dtype=object)
     faster = [f"{d} {m} ({r:.2f}x)" for d, m, r, v in zip(counted_rows.index, counted_rows["method"],
                                                           counted_rows["ratio"], decided) if v is False]
     whole = [d for d, g in counted_rows.groupby(level=0, sort=False) if set(benchmarks) <= set(g["method"])]
-    counted = counted_rows[counted_rows.index.isin(whole)] if len(counted_rows) else counted_rows
-    read = pd.Series([_slower(r, c, band) for r, c in zip(counted["ratio"], counted["capped"])], index=counted.index,
-                     dtype=object)
+    in_whole = counted_rows.index.isin(whole)
+    counted, read = (counted_rows[in_whole], decided[in_whole]) if len(counted_rows) else (counted_rows, decided)
     open_rows = counted[read.isna().to_numpy()] if len(counted) else counted
     # an open reading is one only where each open ratio is a time within the band; a capped median is a missing
     # number (audit 41b J1), though a lower bound within the band is no faster than it (43b P4)
