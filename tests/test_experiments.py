@@ -1,3 +1,4 @@
+import contextlib
 import gzip
 import math
 import json
@@ -283,6 +284,43 @@ def test_a_store_reads_its_file_once_while_only_it_writes(tmp_path, monkeypatch)
         assert store.get(square, {"x": x}, fresh=True) is not None
     store.compact(square)                             # reads it once, under the lock
     assert store.get(square, {"x": 0}, fresh=True) is not None and len(reads) == 1
+
+
+def _foreign_line(tmp_path, x):
+    """Append the cell of `x` to the store file as another process would, without this process's lock."""
+    with (tmp_path / "square.jsonl.gz").open("ab") as handle:
+        handle.write(gzip.compress(json.dumps({"key": config_key(square, {"x": x}), **_stored_cell(x)}).encode() + b"\n"))
+
+
+def test_a_line_appended_while_a_store_reads_its_file_is_read_later(tmp_path, monkeypatch):
+    """Audit 43c E9: a store notes the file's version before it reads the file; noted after, a line another process
+    appended in between would look read, and the store would never read it."""
+    ResultStore(tmp_path).put(square, {"x": 1}, _stored_cell(1))
+    read = experiments.read_store_file
+    monkeypatch.setattr(experiments, "read_store_file", lambda path: [read(path), _foreign_line(tmp_path, 2)][0])
+    store = ResultStore(tmp_path)
+    assert store.get(square, {"x": 1}) is not None and store.get(square, {"x": 2}) is None   # read before the append
+    monkeypatch.setattr(experiments, "read_store_file", read)
+    assert store.get(square, {"x": 2}, fresh=True)["result"] == {"value": 2}
+
+
+def test_a_line_appended_before_a_store_takes_its_lock_is_read_later(tmp_path, monkeypatch):
+    """Audit 43c E7: a store compares the file's version with what it read under the write lock; compared before
+    it, a line another process appended just before the lock was taken would be taken for read."""
+    mine = ResultStore(tmp_path)
+    mine.put(square, {"x": 1}, _stored_cell(1))
+    writing = ResultStore._writing
+
+    @contextlib.contextmanager
+    def late_foreign_append(self, func):
+        _foreign_line(tmp_path, 2)          # another process appends and releases its lock just before ours
+        with writing(self, func):
+            yield
+
+    monkeypatch.setattr(ResultStore, "_writing", late_foreign_append)
+    mine.put(square, {"x": 3}, _stored_cell(3))
+    monkeypatch.setattr(ResultStore, "_writing", writing)
+    assert mine.get(square, {"x": 2}, fresh=True)["result"] == {"value": 2}
 
 
 def test_a_reader_sees_a_compaction_that_brought_the_file_back_to_the_size_it_read(tmp_path):

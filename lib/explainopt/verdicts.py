@@ -206,7 +206,8 @@ class ClaimBook:
     def rule(self, id: str, minimum: int = 1) -> str:
         """Claim `id`'s evidence rule as one sentence: the fewest cells, how they are paired, what decides."""
         row = self.row(id)
-        return (f"at least {minimum} {row['unit']}; {row['pairing']}; decides: {row['decides']}"
+        fewest = "one of the" if minimum == 1 else minimum    # the unit is plural: "at least one of the datasets"
+        return (f"at least {fewest} {row['unit']}; {row['pairing']}; decides: {row['decides']}"
                 if row["unit"] else f"{row['pairing']}; decides: {row['decides']}")
 
     def claim(self, id: str, *, ours, holds, paper=None, fields: dict | None = None, deviation: str | None = None,
