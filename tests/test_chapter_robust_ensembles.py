@@ -998,7 +998,8 @@ def test_a_dominance_status_that_a_resample_of_the_simulations_flips_is_open():
     rows.loc[saa & (rows.sim == 5) & (rows.factual == 0), "valid_retrained"] = True
     points = CH.benchmark_points(rows).set_index("label")
     assert points.loc["Direct-SAA", "valid"] == 16 and points.loc["1-LOF", "valid"] == 15
-    assert CH.dominated_share(points.reset_index()) == 1.0
+    assert CH.dominated_share(points.reset_index()) == 1.0 and points.loc["1-LOF", "dominated"]
+    assert pd.isna(points.loc["Direct-SAA", "dominated"])              # an SAA point is not judged
     assert 0.5 < points.loc["1-LOF", "stability"] < CH.SETTLED        # only resamples holding simulation 5 keep it
     tied = CH.claim_dominance(points.reset_index())
     assert tied.verdict == NOT_RUN and "1 of them open" in tied.why

@@ -572,14 +572,16 @@ def on_benchmarked_factuals(frame, benchmark) -> pd.DataFrame:
 def benchmark_points(frame, *, resamples: int = 1000, random_state: int = 0):
     """Validity and mean distance of every method and parameter (the points of Figure 4), on the factuals where
     the benchmarks ran (:func:`on_benchmarked_factuals`), with what 05-dominance reads of each benchmark point:
-    ``keeps_naive`` (:func:`keeps_naive`) and ``stability`` (:func:`dominance_stability`, over `resamples`
-    resamples drawn with `random_state`)."""
+    ``dominated`` (:func:`dominated_points`; missing for a point it does not judge), ``keeps_naive``
+    (:func:`keeps_naive`) and ``stability`` (:func:`dominance_stability`, over `resamples` resamples drawn with
+    `random_state`)."""
     frame = on_benchmarked_factuals(frame, frame["method"].isin(BENCHMARK_METHODS)) if len(frame) else frame
     frame = frame.copy()
     frame["label"] = [method_label(row) for _, row in frame.iterrows()]
     numeric = {c: pd.to_numeric(frame[c], errors="coerce") for c in ("alpha", "contamination", "lof_weight")}
     frame["parameter"] = numeric["alpha"].fillna(numeric["contamination"]).fillna(numeric["lof_weight"])
     points = validity_table(frame, POINT_KEYS)
+    points["dominated"] = dominated_points(points).reindex(points.index)
     points["keeps_naive"] = keeps_naive(frame, points)
     points["stability"] = dominance_stability(frame, points, resamples=resamples, random_state=random_state)
     return points
