@@ -3,7 +3,7 @@ an evidence rule and, for a verdict other than *reproduced*, a computed explanat
 
 A chapter declares its claims in ``chapters/data/<chapter>_claims.csv`` and reads them with a
 :class:`ClaimBook`; its checks build each claim with :meth:`ClaimBook.claim`, deciding with the shared predicates :func:`all_of_at_least`,
-:func:`share_of_matched_pairs`, :func:`interval_above` and :func:`interval_below`. A claim
+:func:`share_of_matched_pairs`, :func:`interval_above`, :func:`interval_below` and :func:`sign_test`. A claim
 (:class:`DeclaredClaim`) is a :class:`~explainopt.reporting.Claim` that also carries its id, its rule, the
 cells it counted and needed, and its explanation: :func:`~explainopt.reporting.save_chapter_results` stores
 them in ``results/<scale>/NN.json``, :func:`verdict_table` shows them, :func:`claims_by_scale` lists them on
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy.stats import binomtest
 
 from . import reporting
 from .reporting import NOT_RUN, PARTLY, REPRODUCED, UNDECIDED, Rendered, missing
@@ -85,6 +86,18 @@ def count_decides(count: int, unknown: int, enough) -> bool | None:
     otherwise. A claim on every item fails on one failed item, whatever the others lack."""
     outcomes = {bool(enough(count + k)) for k in range(int(unknown) + 1)}
     return outcomes.pop() if len(outcomes) == 1 else None
+
+
+#: The sign tests' level: "ours > base" holds when ours is higher on significantly more items (factuals,
+#: simulations) than lower, and fails when it is lower on significantly more than higher.
+SIGN_TEST_LEVEL = 0.05
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """One-sided sign test: the chance of at least `wins` wins in ``wins + losses`` fair coin flips (ties left
+    out); 1 without a decisive pair."""
+    n = wins + losses
+    return float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
 
 
 def _sign(x) -> int:

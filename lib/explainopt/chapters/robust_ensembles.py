@@ -45,7 +45,7 @@ from ..datasets import ENSEMBLE_DATASETS, load_dataset
 from ..experiments import run_grid
 from ..reporting import Claim, every, missing
 from ..training import train_forest
-from ..verdicts import ClaimBook, beside, count_decides
+from ..verdicts import SIGN_TEST_LEVEL, ClaimBook, beside, count_decides, sign_test
 from . import paper_table
 
 #: The paper's grid of tolerances alpha (Section 5): robustness targets 1 - alpha from 0.5 to 0.99.
@@ -569,12 +569,11 @@ def on_benchmarked_factuals(frame, benchmark) -> pd.DataFrame:
     return frame[on | ~frame["dataset"].isin(ran["dataset"]).to_numpy()]
 
 
-def benchmark_points(frame, *, resamples: int = 1000, random_state: int = 0):
+def benchmark_points(frame):
     """Validity and mean distance of every method and parameter (the points of Figure 4), on the factuals where
     the benchmarks ran (:func:`on_benchmarked_factuals`), with what 05-dominance reads of each benchmark point:
     ``dominated`` (:func:`dominated_points`; missing for a point it does not judge), ``keeps_naive``
-    (:func:`keeps_naive`) and ``stability`` (:func:`dominance_stability`, over `resamples` resamples drawn with
-    `random_state`)."""
+    (:func:`keeps_naive`) and ``status_p`` (:func:`status_p`)."""
     frame = on_benchmarked_factuals(frame, frame["method"].isin(BENCHMARK_METHODS)) if len(frame) else frame
     frame = frame.copy()
     frame["label"] = [method_label(row) for _, row in frame.iterrows()]
@@ -583,14 +582,21 @@ def benchmark_points(frame, *, resamples: int = 1000, random_state: int = 0):
     points = validity_table(frame, POINT_KEYS)
     points["dominated"] = dominated_points(points).reindex(points.index)
     points["keeps_naive"] = keeps_naive(frame, points)
-    points["stability"] = dominance_stability(frame, points, resamples=resamples, random_state=random_state)
+    points["status_p"] = status_p(frame, points)
     return points
 
 
 #: The relative optimality gap our MILPs certify (:func:`~explainopt.counterfactuals.ensembles.ensemble_counterfactual`'s
-#: ``mip_gap``): a distance within it of naive's is naive's optimum as far as the solver can tell (HiGHS returns a
-#: 1-LOF counterfactual up to 2e-5 beyond naive's where the penalty cannot move it, audit of session 44).
+#: ``mip_gap``): distances within it of each other are one optimum as far as the solver can tell (the paper
+#: store's benchmark counterfactuals lie up to 6.7e-5 beyond naive's where the penalty does not move them, audit
+#: 44). Both 05-dominance's ties use it: a benchmark point keeps naive's counterfactuals, an SAA point is closer.
 NAIVE_GAP = 1e-4
+
+
+def _within_gap(difference, distance):
+    """Whether distances `difference` apart are one optimum: within :data:`NAIVE_GAP` of `distance` (plus
+    :data:`DISTANCE_TIE` for round-off at 0); NaN compares False."""
+    return np.abs(difference) <= NAIVE_GAP * np.abs(distance) + DISTANCE_TIE
 
 #: What makes one point of Figure 4: a method (its label) and its parameter, on one dataset.
 POINT_KEYS = ["dataset", "label", "parameter"]
@@ -610,21 +616,21 @@ def _found(frame) -> pd.DataFrame:
 
 def keeps_naive(frame, points) -> np.ndarray:
     """Per point of `points` (the :func:`benchmark_points` of `frame`'s labelled rows): whether it is a plausibility
-    benchmark whose counterfactual lies at naive's distance (within :data:`NAIVE_GAP` of it) on every factual it has
-    one for. No SAA point can be strictly closer than such a point on any set of these factuals: every SAA
-    threshold is at least naive's, so an SAA counterfactual is never closer than naive's (a 1-LOF penalty too
-    light to move naive's counterfactual does this; the paper's Figure 4 draws its lambda = 1e-3 point at the
-    start of the SAA curves, audit 40c H2)."""
+    benchmark that keeps naive's counterfactuals: on every factual it has a counterfactual for, naive has one at the
+    same distance (within :data:`NAIVE_GAP`) with the same validity under retraining. Such a point is naive's point,
+    the penalty too light to move it (1-LOF at a small lambda): no SAA point can be closer (every SAA threshold is
+    at least naive's, so an SAA counterfactual is never closer than naive's), so none can dominate it strictly,
+    whatever the plausibility benchmark does (audit 40c H2)."""
     out = np.zeros(len(points), bool)
     keys = ["dataset", *[k for k in (*FACTUAL_KEYS, "n_estimators") if k in frame]]
     rows = _found(frame)
     if len(keys) == 1 or rows.empty:
         return out
-    naive = rows.loc[rows["method"] == "naive", [*keys, "distance"]].drop_duplicates(keys)
+    naive = rows.loc[rows["method"] == "naive", [*keys, "distance", "valid_retrained"]].drop_duplicates(keys)
     bench = rows[rows["method"].isin(BENCHMARK_METHODS)]
     paired = bench.merge(naive, on=keys, how="left", suffixes=("", "_naive"))
-    gap = (paired["distance"] - paired["distance_naive"]).abs()
-    paired["same"] = gap <= NAIVE_GAP * paired["distance_naive"] + DISTANCE_TIE   # NaN (no naive): False
+    paired["same"] = (_within_gap(paired["distance"] - paired["distance_naive"], paired["distance_naive"])
+                      & (paired["valid_retrained"] == paired["valid_retrained_naive"]))   # no naive: False
     every = paired["same"].groupby(_point_of_row(paired, points)).all()
     every = every[every.index >= 0]
     out[every.index.to_numpy()] = every.to_numpy()
@@ -927,20 +933,20 @@ def _judged_curve(curves, *, dataset: str, label: str, min_target: float, min_n:
     return sub if judged.all() else None
 
 
-def _strictly_dominated(saa_distance, saa_rate, distance, rate) -> np.ndarray:
-    """Whether some SAA point (the last axis of `saa_distance` and `saa_rate`) strictly dominates each benchmark
-    point (the last axis of `distance` and `rate`), as the paper says: a smaller distance (by more than
-    :data:`DISTANCE_TIE`) and a higher validity; leading axes broadcast (resamples)."""
-    closer = saa_distance[..., None, :] < distance[..., :, None] - DISTANCE_TIE
-    return (closer & (saa_rate[..., None, :] > rate[..., :, None])).any(axis=-1)
+def _dominates(saa, bench) -> np.ndarray:
+    """Whether each SAA point of `saa` (columns) strictly dominates each benchmark point of `bench` (rows), as the
+    paper says: a smaller mean distance (beyond :func:`_within_gap`) and a higher validity."""
+    gap = saa["distance"].to_numpy(float)[None, :] - bench["distance"].to_numpy(float)[:, None]
+    closer = (gap < 0) & ~_within_gap(gap, bench["distance"].to_numpy(float)[:, None])
+    return closer & (saa["rate"].to_numpy(float)[None, :] > bench["rate"].to_numpy(float)[:, None])
 
 
 def dominated_points(points, *, min_n: int = MIN_PER_POINT) -> pd.Series:
     """Per plausibility-benchmark point (isolation forest, 1-LOF) of at least `min_n` counterfactuals on a
     dataset with SAA points of as many (:func:`_saa_and_benchmarks`), indexed as `points`: whether an SAA point
-    strictly dominates it (:func:`_strictly_dominated`)."""
-    parts = [pd.Series(_strictly_dominated(*(side[c].to_numpy(float) for side in (saa, bench) for c in ("distance", "rate"))),
-                       index=bench.index) for saa, bench in _saa_and_benchmarks(points, min_n=min_n)]
+    strictly dominates it (:func:`_dominates`)."""
+    parts = [pd.Series(_dominates(saa, bench).any(axis=1), index=bench.index)
+             for saa, bench in _saa_and_benchmarks(points, min_n=min_n)]
     return pd.concat(parts) if parts else pd.Series(dtype=bool)
 
 
@@ -951,41 +957,58 @@ def dominated_share(points, *, dataset: str | None = None, min_n: int = MIN_PER_
     return float(dominated.mean()) if len(dominated) else float("nan")
 
 
-def dominance_stability(frame, points, *, resamples: int = 1000, random_state: int = 0,
-                        min_n: int = MIN_PER_POINT) -> np.ndarray:
-    """Per point of `points` (the :func:`benchmark_points` of `frame`'s labelled rows): the share of `resamples`
-    cluster-bootstrap resamples in which :func:`dominated_points` gives it the status the point estimates give;
-    NaN for a point it does not judge. A resample draws each dataset's simulations with replacement (each row
-    its own cluster without simulations) and recomputes every point of the dataset on that draw, so the points
-    stay paired on their factuals; which points are judged stays as in `points`. A status that a resample of
-    the simulations flips rests on a margin within sampling noise (audit 40c H1: a tie on validity, 16 of 30
-    counterfactuals each, decided 05-dominance)."""
+def status_p(frame, points, *, min_n: int = MIN_PER_POINT) -> np.ndarray:
+    """Per point of `points` (the :func:`benchmark_points` of `frame`'s labelled rows): the p-value of the sign
+    tests over simulations that settle the status :func:`dominated_points` gives it; NaN for a point it does not
+    judge. Dominated: the smallest, over the SAA points that dominate it on the estimates, of the larger p of two
+    one-sided :func:`~explainopt.verdicts.sign_test` s over the simulations, that the SAA point is closer (beyond
+    :func:`_within_gap`) and that it is more valid. Not dominated: the largest, over the SAA points, of the smaller
+    p of the tests that it is farther and that it is less valid. The simulation is the unit: its counterfactuals
+    share its forests, so a margin of a few factuals in a few simulations settles nothing (audit 44 R2: a cluster
+    bootstrap over 6 simulations called a margin of 3 factuals in 3 simulations settled; the sign test gives
+    p = 0.125)."""
     out = np.full(len(points), np.nan)
     judged = dominated_points(points, min_n=min_n)
-    rows = _found(frame)
-    rows = rows[rows["valid_retrained"].notna() & rows["distance"].notna()] if len(rows) else rows
-    if judged.empty or rows.empty:
-        return out
-    rng, where = np.random.default_rng(random_state), points.index.get_indexer
-    for dataset, group in rows.groupby("dataset", sort=True):
-        bench = judged.index[points.loc[judged.index, "dataset"] == dataset]
-        if bench.empty:
-            continue
-        saa = points.index[(points.dataset == dataset) & points.label.str.contains("SAA") & (points["n"] >= min_n)]
-        position, clusters = _point_of_row(group, points), _clusters(group)
-        cluster = pd.factorize(clusters if clusters is not None else pd.RangeIndex(len(group)))[0]
-        sums = {name: np.zeros((len(points), cluster.max() + 1)) for name in ("n", "valid", "distance")}
-        keep = position >= 0
-        for name, values in (("n", 1.0), ("valid", group["valid_retrained"].astype(float)), ("distance", group["distance"])):
-            np.add.at(sums[name], (position[keep], cluster[keep]), np.broadcast_to(np.asarray(values, float), len(group))[keep])
-        draws = rng.multinomial(cluster.max() + 1, np.full(cluster.max() + 1, 1 / (cluster.max() + 1)), size=resamples)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            n = draws @ sums["n"].T
-            rate, distance = (draws @ sums["valid"].T) / n, (draws @ sums["distance"].T) / n
-        s, b = where(saa), where(bench)
-        flips = _strictly_dominated(distance[:, s], rate[:, s], distance[:, b], rate[:, b])
-        out[b] = (flips == judged[bench].to_numpy()).mean(axis=0)
+    rate, distance = _per_simulation(frame, points)
+    where = points.index.get_indexer
+    for saa, bench in _saa_and_benchmarks(points, min_n=min_n):
+        s, dominates = where(saa.index), _dominates(saa, bench)
+        for row, b in enumerate(where(bench.index)):
+            farther = distance[s] - distance[b]
+            farther[_within_gap(farther, distance[b])] = 0.0
+            more_valid = rate[s] - rate[b]
+            if judged[bench.index[row]]:
+                out[b] = min(max(_sign_p(-f), _sign_p(v))
+                             for f, v, d in zip(farther, more_valid, dominates[row]) if d)
+            else:
+                out[b] = max(min(_sign_p(f), _sign_p(-v)) for f, v in zip(farther, more_valid))
     return out
+
+
+def _sign_p(differences) -> float:
+    """:func:`~explainopt.verdicts.sign_test` that `differences` (one per simulation; NaN: a simulation one side
+    lacks) are positive in more simulations than negative."""
+    return sign_test(int((differences > 0).sum()), int((differences < 0).sum()))
+
+
+def _per_simulation(frame, points) -> tuple[np.ndarray, np.ndarray]:
+    """Validity rate and mean distance of each point of `points` (rows) in each simulation of `frame`'s
+    counterfactuals (:data:`FOUND`; columns, :func:`_clusters`; each row its own without simulations), NaN where
+    the point has none."""
+    rows = _found(frame)
+    if rows.empty:
+        return np.full((len(points), 0), np.nan), np.full((len(points), 0), np.nan)
+    clusters = _clusters(rows)
+    cluster = pd.factorize(clusters if clusters is not None else pd.RangeIndex(len(rows)))[0]
+    position = _point_of_row(rows, points)
+    keep = position >= 0
+    sums = {}
+    for name, values in (("n", np.ones(len(rows))), ("valid", rows["valid_retrained"].astype(float)),
+                         ("distance", rows["distance"])):
+        sums[name] = np.zeros((len(points), cluster.max() + 1))
+        np.add.at(sums[name], (position[keep], cluster[keep]), np.asarray(values, float)[keep])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return sums["valid"] / sums["n"], sums["distance"] / sums["n"]
 
 
 def _saa_and_benchmarks(points, *, min_n: int):
@@ -1167,51 +1190,44 @@ def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
                         why=_TARGET_RULE, evidence=counted, minimum=needed)
 
 
-#: Share of resamples of the simulations (:func:`dominance_stability`) that must give a benchmark point the status
-#: its point estimates give for 05-dominance to count it settled; below it the point stays open.
-SETTLED = 0.95
-
-
-def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, settled: float = SETTLED) -> Claim:
+def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: float = SIGN_TEST_LEVEL) -> Claim:
     """SAA points strictly dominate at least `share_needed` of the plausibility-benchmark points (those of at
     least :data:`MIN_PER_POINT` counterfactuals, on a dataset with SAA points of as many: :func:`dominated_points`),
     decided once the points still open could not carry the share across it. Set apart: the points that keep
-    naive's counterfactual distance on every factual (``keeps_naive``), which no SAA point can dominate by
-    construction; the paper's "strictly dominate" reads its Figure 4, whose curves start at such points (audit
-    40c H2). Open: the points on fewer counterfactuals, those of a dataset without such SAA points, for each
-    dataset of `datasets` (the protocol's) without a benchmark point yet as many as the others have (audit 28c
-    D2), and the judged points whose status fewer than `settled` of the resamples of the simulations give them
-    (``stability``, :func:`dominance_stability`; audit 40c H1). `points`: as :func:`benchmark_points` gives them."""
-    if len(points) and not {"keeps_naive", "stability"} <= set(points):
-        raise ValueError("claim_dominance needs the points' keeps_naive and stability columns: "
+    naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate by
+    construction (audit 40c H2). Open: the points on fewer counterfactuals, those of a dataset without SAA points
+    of as many, for each dataset of `datasets` (the protocol's) without a benchmark point yet as many as the
+    others have (audit 28c D2), and the judged points whose status the sign tests over simulations do not settle
+    at `level` (``status_p``, :func:`status_p`; audit 40c H1). `points`: as :func:`benchmark_points` gives them."""
+    if len(points) and not {"keeps_naive", "status_p"} <= set(points):
+        raise ValueError("claim_dominance needs the points' keeps_naive and status_p columns: "
                          "compute the points with benchmark_points")
     bench = points[points.label.isin(BENCHMARKS)] if len(points) else points
     status = dominated_points(points)
-    naive_like = points.loc[status.index, "keeps_naive"].astype(bool) if len(status) else status
+    naive_like = points.loc[status.index, "keeps_naive"].eq(True) if len(status) else status.astype(bool)
     judged = status[~naive_like]
-    firm = judged[points.loc[judged.index, "stability"] >= settled] if len(judged) else judged
+    firm = judged[points.loc[judged.index, "status_p"] <= level] if len(judged) else judged
     per_dataset = int(bench.groupby("dataset").size().max()) if len(bench) else 0
     absent = len(set(datasets or ()) - set(bench.dataset)) if len(bench) else 0
     unknown = len(bench) - len(status) + per_dataset * absent + len(judged) - len(firm)
-    dominated = int(firm.sum())
     holds = None if judged.empty else count_decides(
-        dominated, unknown, lambda k: k >= share_needed * (len(firm) + unknown) - 1e-9)
-    share = float(judged.mean()) if len(judged) else float("nan")
-    kept = (f"; {int(naive_like.sum())} more keep naive's counterfactual distance on every factual (set apart: no SAA "
-            "point can be closer)" if naive_like.sum() else "")
+        int(firm.sum()), unknown, lambda k: k >= share_needed * (len(firm) + unknown) - 1e-9)
+    kept = int(naive_like.sum())
+    keep = f"{kept} {'keeps' if kept == 1 else 'keep'} naive's counterfactuals (set apart: no SAA point can be closer)"
+    shown = ("no benchmark point" if status.empty else f"no benchmark point to judge: {keep}" if judged.empty else
+             f"{beside(float(judged.mean()), '.0%', share_needed)} of {len(judged)} benchmark points strictly "
+             "dominated" + (f"; besides, {keep}" if kept else ""))
     return CLAIMS.claim("05-dominance",
-                        ours=("no benchmark point" if status.empty else "no benchmark point off naive's" if judged.empty else
-                              f"{beside(share, '.0%', share_needed)} of {len(judged)} benchmark points strictly dominated")
-                        + kept,
+                        ours=shown,
                         holds=holds, evidence=len(judged), minimum=1,
                         why=f"{len(status)} of the {len(bench)} benchmark points (isolation forest, 1-LOF) computed rest on "
                             f"at least {MIN_PER_POINT} counterfactuals beside SAA points of as many"
-                            + (f"; {len(judged) - len(firm)} of them open: a resample of the simulations flips their "
-                               f"status more than {1 - settled:.0%} of the time" if len(firm) < len(judged) else "")
-                            + (f"; {unknown} points still open (on fewer counterfactuals, without SAA points of as many, "
-                               f"of datasets not benchmarked yet, or of a status within noise) could carry the pooled "
-                               f"share across {share_needed:.0%}"
-                               if holds is None and len(judged) else ""))
+                            + (f", {kept} of them keep naive's counterfactuals (set apart)" if kept else "")
+                            + (f"; {len(judged) - len(firm)} of the others open: sign tests over the simulations do "
+                               f"not settle their status at {level:g}" if len(firm) < len(judged) else "")
+                            + (f"; {unknown} points still open (on fewer counterfactuals, without SAA points of as "
+                               f"many, of datasets not benchmarked yet, or of a status not settled) could carry the "
+                               f"pooled share across {share_needed:.0%}" if holds is None and len(judged) else ""))
 
 
 #: Fewest solves behind a solve-time ratio for its claim to count it: a row of the solve-time table (naive and

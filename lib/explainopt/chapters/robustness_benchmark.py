@@ -38,7 +38,6 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from scipy.stats import binomtest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
@@ -54,7 +53,7 @@ from ..encoders import model_predict, torch_network
 from ..featurespace import box_spec
 from ..reporting import NOT_RUN, UNDECIDED, Claim
 from ..training import train_forest
-from ..verdicts import ClaimBook, all_of_at_least, beside
+from ..verdicts import SIGN_TEST_LEVEL, ClaimBook, all_of_at_least, beside, sign_test
 from . import paper_table, solver_key
 from .model_shifts import DELTAS as PROPLACE_DELTAS
 from .model_shifts import MILP_R_DELTA
@@ -527,19 +526,9 @@ def at_the_same_distance(pairs: pd.DataFrame, tie: float = 0.0) -> tuple[pd.Data
                            + (f"; on {higher} of them it measures higher all the same" if higher else ""))
 
 
-#: The sign test's level: "ours > base" holds when ours is higher on significantly more factuals than lower,
-#: and fails when it is lower on significantly more than higher.
-SIGN_TEST_LEVEL = 0.05
 #: Fewest decisive pairs (ties left out) a sign test at 5% can decide on: with 4, even four wins of four
 #: give p = 0.0625; below it a hypothesis is *not run*, whatever the direction.
 MIN_DECISIVE = 5
-
-
-def sign_test(wins: int, losses: int) -> float:
-    """One-sided sign test: the chance of at least `wins` wins in ``wins + losses`` fair coin flips (ties left
-    out); 1 without a decisive pair."""
-    n = wins + losses
-    return float(binomtest(wins, n, 0.5, alternative="greater").pvalue) if n else 1.0
 
 
 #: Two measures closer than this are a tie (round-off); a measure found by bisection ties within its tolerance.
