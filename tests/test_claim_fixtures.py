@@ -221,7 +221,7 @@ CH5 = {
                                     T5._curves([("Spambase", ROBUST, 0.9, 0.6)]),
                                     T5._curves([("Spambase", ROBUST, 0.9, 0.99)], n=8)),
     "05-sparse-adult": cases(C5.claim_sparse_adult, _SPARSE, _SPARSE.assign(n=[1, 3, 4]), _SPARSE.iloc[:2]),
-    "05-dominance": cases(C5.claim_dominance, T5._points(0.2, 0.8), T5._points(0.05, 0.8), T5._points(0.2, 0.8, n=5)),
+    "05-dominance": cases(C5.claim_dominance, T5._points(0.2, 0.8), T5._points(0.2, 0.95), T5._points(0.2, 0.8, n=5)),
     "05-solve-time": cases(C5.claim_solve_time, _TIMES, _TIMES.assign(ratio=[1.2, 2.5]), _TIMES.assign(solved=5)),
     "05-benchmark-time": cases(C5.claim_benchmark_time,
                                T5._ratios({"COMPAS": 3.0}, factuals=20), T5._ratios({"COMPAS": 0.3}, factuals=20),
