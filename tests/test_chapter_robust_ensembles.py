@@ -1044,7 +1044,14 @@ def test_a_dominance_status_settles_only_on_sign_tests_over_simulations():
     farther = _saa_more_valid_in({s: 1 for s in range(6)})
     farther.loc[farther.method == "direct-saa", "distance"] = 0.9
     points = CH.benchmark_points(farther).set_index("label")
-    assert not points.loc["1-LOF", "dominated"] and points.loc["1-LOF", "status_p"] == pytest.approx(2 / 64)
+    assert not points.loc["1-LOF", "dominated"] and points.loc["1-LOF", "status_p"] == pytest.approx(1 / 64)
+    # audit 44c T1: 'farther' is tested only where the means read farther; closer on the means but farther in most
+    # simulations (one simulation far closer) leaves the point to its validity, here as valid: open
+    skewed = _saa_more_valid_in({})
+    skewed.loc[skewed.method == "direct-saa", "distance"] = 0.85
+    skewed.loc[(skewed.method == "direct-saa") & (skewed.sim == 0), "distance"] = 0.3
+    points = CH.benchmark_points(skewed).set_index("label")
+    assert not points.loc["1-LOF", "dominated"] and points.loc["1-LOF", "status_p"] == 1.0
 
 
 def _two_saa_points(saa_distances, lof_valid_in: dict, *, saa_valid=True) -> pd.DataFrame:
@@ -1624,3 +1631,37 @@ def test_a_shortfall_within_noise_on_every_simulation_of_the_protocol_says_more_
     assert CH.claim_evolving_direct(curves).verdict == NOT_RUN
     assert f"Phishing: every one of the paper's {CH.PAPER_SIMULATIONS[100]} simulations computed" in claim.why
     assert "Adult" not in claim.why.split(";")[-1]
+
+
+def _reach(saa, bench) -> list[bool]:
+    """:func:`reachable_points` of benchmark points `bench` [(distance, rate)] beside SAA points `saa`."""
+    rows = [("Direct-SAA", d, r) for d, r in saa] + [("isolation forest", d, r) for d, r in bench]
+    points = _settled(pd.DataFrame(rows, columns=["label", "distance", "rate"]).assign(dataset="A", n=30))
+    return CH.reachable_points(points).tolist()
+
+
+def test_a_benchmark_point_counts_in_the_narrow_reading_unless_left_of_and_below_every_saa_point():
+    """Audit 44c T4, T5 (P05, P08, P09, P12): the nearest SAA point is the one of least distance; a point within the
+    gap of it is no farther; a point as valid as some SAA point matches it, and counts against the claim."""
+    assert _reach([(0.2, 0.95), (0.5, 0.9)], [(0.3, 0.5)]) == [True]          # farther than the nearest (0.2)
+    assert _reach([(0.2, 0.9), (0.5, 0.95)], [(0.3, 0.5), (0.1, 0.5)]) == [True, False]
+    assert _reach([(0.2, 0.9)], [(0.2 * (1 + 5e-5), 0.5)]) == [False]         # within the MILP's gap: no farther
+    assert _reach([(0.2, 0.9)], [(0.1, 0.9)]) == [True]                       # as valid, closer: matches it
+    assert _reach([(0.2, 0.95), (0.3, 0.7)], [(0.1, 0.8)]) == [True]          # beats the less valid SAA point
+
+
+def test_the_narrow_reading_decides_partly_only_once_the_whole_reading_fails():
+    """Audit 44c T5 (P11, P13, P14)."""
+    rows = ([("Direct-SAA", 0.2, 0.9)] + [("isolation forest", 0.3, 0.5)] * 8
+            + [("1-LOF", 0.1, 0.5), ("1-LOF", 0.1, 0.6)])
+    points = _settled(pd.DataFrame(rows, columns=["label", "distance", "rate"]).assign(dataset="A", n=30))
+    points.loc[10, "status_p"] = 0.5                  # 8 of 8 within reach; of all, 8 or 9 of 10: open
+    claim = CH.claim_dominance(points)
+    assert claim.verdict == NOT_RUN and "carry the pooled share across 90%" in claim.why
+    points.loc[10, "status_p"] = 0.0
+    partly = CH.claim_dominance(points)
+    assert partly.verdict == PARTLY and "left of every SAA curve" in partly.explanation
+    assert "left of every SAA curve" not in CH.claim_dominance(_points(0.2, 0.8)).explanation
+    # a status resting on one of two SAA points: Bonferroni over the one that dominates, not over both
+    two = _two_saa_points([0.6, 0.9], {s: 1 for s in range(6)})
+    assert CH.benchmark_points(two).set_index("label").loc["1-LOF", "status_p"] == pytest.approx(1 / 64)
