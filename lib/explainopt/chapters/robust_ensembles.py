@@ -598,6 +598,7 @@ def _within_gap(difference, distance):
     :data:`DISTANCE_TIE` for round-off at 0); NaN compares False."""
     return np.abs(difference) <= NAIVE_GAP * np.abs(distance) + DISTANCE_TIE
 
+
 #: What makes one point of Figure 4: a method (its label) and its parameter, on one dataset.
 POINT_KEYS = ["dataset", "label", "parameter"]
 
@@ -894,8 +895,8 @@ def curve_points(curves, *, dataset: str, label: str, min_target: float) -> pd.D
     return curves[(curves.dataset == dataset) & (curves.label == label) & (curves.target >= min_target - 1e-9)]
 
 
-#: Mean distances that differ by at most this much are a tie, not a strictly closer point: a 1-LOF point that keeps
-#: naive's counterfactuals has naive's mean distance up to rounding (1e-16 on the paper preview; audit 26c D1).
+#: Round-off between distances (1e-16 on the paper preview, audit 26c D1): the absolute part of 05-dominance's tie
+#: (:func:`_within_gap`), which matters only at a distance of 0.
 DISTANCE_TIE = 1e-9
 
 
@@ -964,11 +965,10 @@ def status_p(frame, points, *, min_n: int = MIN_PER_POINT) -> np.ndarray:
     one-sided :func:`~explainopt.verdicts.sign_test` s over the simulations, that the SAA point is closer (beyond
     :func:`_within_gap`) and that it is more valid, times K (Bonferroni: the status may rest on any of them). Not
     dominated: the largest, over the SAA points, of the p that it fails to dominate (:func:`_fails_p`; every SAA
-    point must be shown not to). Capped at 1. The
-    simulation is the unit: its counterfactuals share its forests, so a margin of a few factuals in a few
-    simulations settles nothing (audit 44 R2: a cluster bootstrap over 6 simulations called a margin of 3 factuals
-    in 3 simulations settled; the sign test gives p = 0.125; audit 44b S1: uncorrected, the smallest p over 8 tied
-    SAA points settled a null 8% of the time)."""
+    point must be shown not to). Capped at 1. The simulation is the unit: its counterfactuals share its forests,
+    so a margin of a few factuals in a few simulations settles nothing (audit 44 R2: a cluster bootstrap over 6
+    simulations called a margin of 3 factuals in 3 simulations settled; the sign test gives p = 0.125; audit 44b
+    S1: uncorrected, the smallest p over 8 tied SAA points settled a null 8% of the time)."""
     out = np.full(len(points), np.nan)
     judged = dominated_points(points, min_n=min_n)
     rate, distance = _per_simulation(frame, points)
@@ -983,7 +983,8 @@ def status_p(frame, points, *, min_n: int = MIN_PER_POINT) -> np.ndarray:
                 tests = [max(_sign_p(-f), _sign_p(v)) for f, v, d in zip(farther, more_valid, dominates[row]) if d]
                 out[b] = min(1.0, len(tests) * min(tests))
             else:
-                out[b] = max(_fails_p(f, v, fails) for f, v, fails in zip(farther, more_valid, _fails(saa, bench.iloc[row])))
+                fails = _fails(saa, bench.iloc[row])
+                out[b] = max(_fails_p(f, v, why) for f, v, why in zip(farther, more_valid, fails))
     return out
 
 
