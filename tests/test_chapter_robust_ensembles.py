@@ -988,8 +988,9 @@ def test_a_benchmark_point_that_keeps_naive_s_counterfactuals_is_set_apart():
     # one factual farther than naive's by more than the gap: a point an SAA point could dominate, judged
     moved = CH.benchmark_points(_naive_and_lof([0.5] * 29 + [0.7]))
     assert not moved.set_index("label").loc["1-LOF", "keeps_naive"]
-    settled = CH.claim_dominance(moved)      # Direct-SAA farther in all 6 simulations: settled, yet no SAA point
-    assert settled.verdict == NOT_RUN and "1 of the 1 judged" not in settled.why    # is closer: nothing to judge on
+    settled = CH.claim_dominance(moved)      # Direct-SAA farther in all 6 simulations: settled, and no SAA point
+    assert settled.verdict == DIFFERS and "1 of the 1 judged" not in settled.why    # could dominate it (44c T3)
+    assert "no judged point lies where an SAA point could dominate it" in settled.why
     # closer than naive's (a relaxed solve) is no more naive's counterfactual than farther (audit 44 M06)
     assert not _lof_keeps_naive(_naive_and_lof([0.5] * 29 + [0.3]))
     # naive's distance but another validity: another counterfactual (audit 44 R3)
@@ -1101,6 +1102,54 @@ def test_dominance_holds_partly_where_it_holds_only_right_of_the_nearest_saa_poi
     assert CH.claim_dominance(points).verdict == DIFFERS          # beats it: 8 of 9 within reach
 
 
+def _beside_one_saa_point(reachable: int, unreachable: int, *, few: int = 0, open_unreachable: bool = False):
+    """Dataset A's Direct-SAA point (0.2, 90% valid) and isolation-forest points it dominates (`reachable`, farther
+    and less valid), points closer and less valid than it (`unreachable`: left of its curve, below its start),
+    and `few` points on too few counterfactuals to count; every status settled unless `open_unreachable`."""
+    distance = [0.2] + [0.3] * reachable + [0.1] * unreachable + [0.3] * few
+    points = _settled(pd.DataFrame({"dataset": "A", "label": ["Direct-SAA"] + ["isolation forest"] * (len(distance) - 1),
+                                    "distance": distance, "rate": 0.5, "n": [30] * (1 + reachable + unreachable) + [5] * few}))
+    points.loc[0, "rate"] = 0.9
+    if open_unreachable:
+        points.loc[points.distance == 0.1, "status_p"] = 0.5
+    return points
+
+
+def test_partly_needs_the_points_within_reach_to_be_at_least_half():
+    """Audit 44c T3: the narrower reading must not excuse most of the evidence, nor all of it."""
+    none_in_reach = CH.claim_dominance(_beside_one_saa_point(0, 20))      # every point settled, none dominated
+    assert none_in_reach.verdict == DIFFERS and "no judged point lies where an SAA point could" in none_in_reach.why
+    one_in_reach = CH.claim_dominance(_beside_one_saa_point(1, 19))       # 1 dominated: 100% of those in reach
+    assert one_in_reach.verdict == DIFFERS and "only 1 of the 20 judged points lie where" in one_in_reach.why
+    assert CH.claim_dominance(_beside_one_saa_point(10, 10)).verdict == PARTLY        # half
+    assert CH.claim_dominance(_beside_one_saa_point(10, 11)).verdict == DIFFERS       # fewer than half
+    # one point not counted yet: it may be within reach or not, and 9 of 10 within reach still hold the share
+    assert CH.claim_dominance(_beside_one_saa_point(9, 8, few=1)).verdict == PARTLY   # half, even if it is not
+    assert CH.claim_dominance(_beside_one_saa_point(9, 11, few=1)).verdict == DIFFERS  # under half, even if it is
+    waiting = CH.claim_dominance(_beside_one_saa_point(9, 9, few=1))
+    assert waiting.verdict == NOT_RUN and "1 point not counted yet" in waiting.why
+    # the narrower reading holds while the wider one is open: nothing decided (audit 44c P13)
+    open_ = CH.claim_dominance(_beside_one_saa_point(10, 2, open_unreachable=True))
+    assert open_.verdict == NOT_RUN and "2 points still open" in open_.why
+
+
+def test_reachable_points_are_those_not_closer_and_less_valid_than_every_saa_point():
+    """Audit 44c: `reachable_points` had no direct test (nearest point, gap, tie, least valid SAA point)."""
+    saa = pd.DataFrame({"dataset": "A", "label": "Direct-SAA", "distance": [0.2, 0.4], "rate": [0.9, 0.6], "n": 30})
+    bench = pd.DataFrame({"dataset": "A", "label": "1-LOF", "n": 30,
+                          "distance": [0.3, 0.1, 0.1, 0.1, 0.2 * (1 + 5e-5), 0.2 * (1 + 1e-3), 0.35],
+                          "rate": [0.5, 0.5, 0.7, 0.6, 0.5, 0.5, 0.5]})
+    reach = CH.reachable_points(pd.concat([saa, bench], ignore_index=True))
+    assert reach.tolist() == [True,     # farther than the nearest SAA point
+                              False,    # closer than both, less valid than both
+                              True,     # closer than both, as valid as the least valid one or more: it beats it
+                              True,     # ... or ties it
+                              False,    # farther than the nearest only within the MILP's gap
+                              True,     # beyond it
+                              True]     # between the two SAA points
+    assert reach.index.tolist() == list(range(2, 9))
+
+
 def test_dominance_prints_the_share_of_every_judged_point_and_sets_apart_what_keeps_naive_s():
     """Audit 44 M14, M23: open points are in the printed share (the estimates); set-apart points are in no share."""
     points = _settled(pd.DataFrame({"dataset": "A", "label": ["Direct-SAA", "1-LOF", "1-LOF", "isolation forest"],
@@ -1120,7 +1169,7 @@ def test_dominance_needs_the_columns_benchmark_points_adds():
 def test_dominance_is_strict_and_needs_enough_counterfactuals():
     assert CH.dominated_share(_points(0.1, 0.9)) == 0.0                 # a tie dominates nothing
     assert CH.dominated_share(_points(0.1, 0.8)) == 0.0                 # equal distance: not strictly closer
-    assert CH.claim_dominance(_points(0.1, 0.8)).verdict == NOT_RUN     # and no SAA point could: nothing judged
+    assert CH.claim_dominance(_points(0.1, 0.8)).verdict == DIFFERS     # and no SAA point could (audit 44c T3)
     assert CH.claim_dominance(_points(0.2, 0.8, n=5)).verdict == NOT_RUN
 
 
