@@ -991,6 +991,7 @@ def test_a_benchmark_point_that_keeps_naive_s_counterfactuals_is_set_apart():
     settled = CH.claim_dominance(moved)      # Direct-SAA farther in all 6 simulations: settled, and no SAA point
     assert settled.verdict == DIFFERS and "1 of the 1 judged" not in settled.why    # could dominate it (44c T3)
     assert "no judged point lies where an SAA point could dominate it" in settled.why
+    assert not moved.set_index("label").loc["1-LOF", "within_reach"]    # closer and less valid than Direct-SAA
     # closer than naive's (a relaxed solve) is no more naive's counterfactual than farther (audit 44 M06)
     assert not _lof_keeps_naive(_naive_and_lof([0.5] * 29 + [0.3]))
     # naive's distance but another validity: another counterfactual (audit 44 R3)
@@ -1026,6 +1027,7 @@ def test_a_dominance_status_settles_only_on_sign_tests_over_simulations():
     0.987), where the sign test over simulations gives p = 0.125, and its 95% sat within its own Monte-Carlo noise."""
     three = CH.benchmark_points(_saa_more_valid_in({0: 1, 1: 1, 2: 1})).set_index("label")
     assert three.loc["1-LOF", "dominated"] and pd.isna(three.loc["Direct-SAA", "dominated"])
+    assert three.loc["1-LOF", "within_reach"] and pd.isna(three.loc["Direct-SAA", "within_reach"])
     assert three.loc["1-LOF", "status_p"] == pytest.approx(1 / 8)
     open_ = CH.claim_dominance(three.reset_index())
     assert open_.verdict == NOT_RUN and "1 of the 1 judged open" in open_.why

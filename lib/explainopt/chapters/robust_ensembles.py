@@ -572,7 +572,8 @@ def on_benchmarked_factuals(frame, benchmark) -> pd.DataFrame:
 def benchmark_points(frame):
     """Validity and mean distance of every method and parameter (the points of Figure 4), on the factuals where
     the benchmarks ran (:func:`on_benchmarked_factuals`), with what 05-dominance reads of each benchmark point:
-    ``dominated`` (:func:`dominated_points`; missing for a point it does not judge), ``keeps_naive``
+    ``dominated`` (:func:`dominated_points`; missing for a point it does not judge), ``within_reach``
+    (:func:`reachable_points`: whether an SAA point could dominate it at all), ``keeps_naive``
     (:func:`keeps_naive`) and ``status_p`` (:func:`status_p`)."""
     frame = on_benchmarked_factuals(frame, frame["method"].isin(BENCHMARK_METHODS)) if len(frame) else frame
     frame = frame.copy()
@@ -581,6 +582,7 @@ def benchmark_points(frame):
     frame["parameter"] = numeric["alpha"].fillna(numeric["contamination"]).fillna(numeric["lof_weight"])
     points = validity_table(frame, POINT_KEYS)
     points["dominated"] = dominated_points(points).reindex(points.index)
+    points["within_reach"] = reachable_points(points).reindex(points.index)
     points["keeps_naive"] = keeps_naive(frame, points)
     points["status_p"] = status_p(frame, points)
     return points
