@@ -57,13 +57,6 @@ def test_no_code_line_the_book_shows_is_wider_than_its_column(notebook):
     assert not long, f"code lines over {CODE_LINE_MAX} characters:\n" + "\n".join(long)
 
 
-def test_wrappable_labels_have_spaces_for_underscores_and_keep_the_values():
-    frame = pd.DataFrame({"max_objective_gap": [1.5], 2: [3]}, index=pd.Index(["give_me_credit"], name="net_name"))
-    shown = book.wrappable(frame)
-    assert list(shown.columns) == ["max objective gap", 2] and list(shown.index) == ["give me credit"]
-    assert shown.to_numpy().tolist() == frame.to_numpy().tolist()
-
-
 def _notebook(tmp_path, *sources):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in sources]

@@ -21,6 +21,8 @@ from explainopt import book
 pytestmark = pytest.mark.book
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 CHAPTERS = [nb.stem for nb in book.chapter_notebooks() if nb.stem[0].isdigit()]
+#: Every page a notebook renders: the chapters and the appendices.
+PAGES = [nb.stem for nb in book.chapter_notebooks()]
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +156,7 @@ return {column: right - left, cut: cut, raw: raw, broken: broken, wide: wide, sm
 """
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
+@pytest.mark.parametrize("chapter", PAGES)
 def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser, built_html, chapter):
     """No verdict cut with "…", no raw repr (a Series' ``dtype:``, a bare tuple), no table row with a cell too
     many or too few, no element wider than the text column (or scrolling sideways: a code line too long), no

@@ -990,7 +990,8 @@ def test_a_benchmark_point_that_keeps_naive_s_counterfactuals_is_set_apart():
     assert not moved.set_index("label").loc["1-LOF", "keeps_naive"]
     settled = CH.claim_dominance(moved)      # Direct-SAA farther in all 6 simulations: settled, and no SAA point
     assert settled.verdict == DIFFERS and "1 of the 1 judged" not in settled.why    # could dominate it (44c T3)
-    assert "no judged point lies where an SAA point could dominate it" in settled.why
+    assert "no judged point lies within reach" in settled.why
+    assert settled.explanation.startswith("Deviation from the paper's protocol: the benchmark points no farther")
     assert not moved.set_index("label").loc["1-LOF", "within_reach"]    # closer and less valid than Direct-SAA
     # closer than naive's (a relaxed solve) is no more naive's counterfactual than farther (audit 44 M06)
     assert not _lof_keeps_naive(_naive_and_lof([0.5] * 29 + [0.3]))
@@ -1097,7 +1098,7 @@ def test_dominance_holds_partly_where_it_holds_only_right_of_the_nearest_saa_poi
                                     "distance": [0.2] + [0.1] * 2 + [0.3] * 8, "rate": [0.9] + [0.5] * 10, "n": 30}))
     partly = CH.claim_dominance(points)
     assert partly.verdict == PARTLY and "left of every SAA curve" in partly.explanation
-    assert partly.ours.startswith("80% of 10 benchmark points strictly dominated, 100% of the 8 an SAA point could")
+    assert partly.ours.startswith("80% of 10 benchmark points strictly dominated, 100% of the 8 within reach")
     points.loc[3, "rate"] = 0.95
     assert CH.claim_dominance(points).verdict == DIFFERS          # 7 of the 8 within reach: 88%
     points.loc[3, "rate"], points.loc[1, "rate"] = 0.5, 0.95        # closer than the SAA point and more valid
@@ -1118,21 +1119,53 @@ def _beside_one_saa_point(reachable: int, unreachable: int, *, few: int = 0, ope
 
 
 def test_partly_needs_the_points_within_reach_to_be_at_least_half():
-    """Audit 44c T3: the narrower reading must not excuse most of the evidence, nor all of it."""
+    """Audit 44c T3: the narrower reading must not excuse most of the evidence, nor all of it; audit 45 F8: the
+    floors' boundaries with a point not counted yet."""
     none_in_reach = CH.claim_dominance(_beside_one_saa_point(0, 20))      # every point settled, none dominated
-    assert none_in_reach.verdict == DIFFERS and "no judged point lies where an SAA point could" in none_in_reach.why
+    assert none_in_reach.verdict == DIFFERS and "no judged point lies within reach" in none_in_reach.why
+    assert "none within reach" in none_in_reach.ours
     one_in_reach = CH.claim_dominance(_beside_one_saa_point(1, 19))       # 1 dominated: 100% of those in reach
-    assert one_in_reach.verdict == DIFFERS and "only 1 of the 20 judged points lie where" in one_in_reach.why
+    assert one_in_reach.verdict == DIFFERS and "fewer than half of the 20 counted points can lie" in one_in_reach.why
+    assert one_in_reach.explanation.startswith("Deviation from the paper's protocol")      # not a genuine finding
     assert CH.claim_dominance(_beside_one_saa_point(10, 10)).verdict == PARTLY        # half
     assert CH.claim_dominance(_beside_one_saa_point(10, 11)).verdict == DIFFERS       # fewer than half
     # one point not counted yet: it may be within reach or not, and 9 of 10 within reach still hold the share
     assert CH.claim_dominance(_beside_one_saa_point(9, 8, few=1)).verdict == PARTLY   # half, even if it is not
     assert CH.claim_dominance(_beside_one_saa_point(9, 11, few=1)).verdict == DIFFERS  # under half, even if it is
-    waiting = CH.claim_dominance(_beside_one_saa_point(9, 9, few=1))
-    assert waiting.verdict == NOT_RUN and "1 point not counted yet" in waiting.why
+    for out in (9, 10):                                                                # it decides (audit 45 G1)
+        waiting = CH.claim_dominance(_beside_one_saa_point(9, out, few=1))
+        assert waiting.verdict == NOT_RUN and "1 point still open" in waiting.why and "decides whether" in waiting.why
     # the narrower reading holds while the wider one is open: nothing decided (audit 44c P13)
     open_ = CH.claim_dominance(_beside_one_saa_point(10, 2, open_unreachable=True))
-    assert open_.verdict == NOT_RUN and "2 points still open" in open_.why
+    assert open_.verdict == NOT_RUN and "2 points still open" in open_.why and "of the points within reach" not in open_.why
+
+
+def test_open_points_may_fall_either_side_of_reach():
+    """Audit 45 F1: a judged point whose status is not settled may settle dominated (within reach) or out of
+    reach, so neither floor, nor the narrower share, may take its reach estimate as settled."""
+    assert CH.claim_dominance(_beside_one_saa_point(0, 20)).verdict == DIFFERS      # every point settled
+    half_open = _beside_one_saa_point(0, 20)
+    half_open.loc[11:, "status_p"] = 0.5      # 10 settled and 10 open, all out of reach on the estimates
+    assert CH.claim_dominance(half_open).verdict == NOT_RUN      # the 10 open ones may settle dominated: partly
+    one_open = _beside_one_saa_point(1, 9)
+    one_open.loc[2:, "status_p"] = 0.5        # 1 dominated settled, 9 open: the share over all points is open
+    assert CH.claim_dominance(one_open).verdict == NOT_RUN
+    # 8 dominated, 2 within reach but not dominated, 30 open out of reach: the all-points share is open (38 of 40)
+    mixed = _beside_one_saa_point(10, 30, open_unreachable=True)
+    mixed.loc[[9, 10], "rate"] = 0.95
+    assert CH.claim_dominance(mixed).verdict == NOT_RUN
+    # 18 dominated settled, 1 dominated open, 19 out of reach: partly only if the open one stays within reach
+    edge = _beside_one_saa_point(19, 19)
+    edge.loc[19, "status_p"] = 0.5
+    assert CH.claim_dominance(edge).verdict == NOT_RUN
+
+
+def test_points_set_apart_count_among_the_points_reach_must_be_half_of():
+    """Audit 45 F7: 10 dominated, 10 out of reach and 10 at naive's: 10 of 30 within reach is not half."""
+    points = _beside_one_saa_point(10, 20)
+    points.loc[21:, "keeps_naive"] = True
+    claim = CH.claim_dominance(points)
+    assert claim.verdict == DIFFERS and "fewer than half of the 30 counted points" in claim.why
 
 
 def test_reachable_points_are_those_not_closer_and_less_valid_than_every_saa_point():

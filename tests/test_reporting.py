@@ -187,3 +187,18 @@ def test_a_table_view_is_short_and_formatted_and_its_full_table_is_a_csv_beside_
     assert "{download}`probe.csv <tables/probe.csv>`" in note.data
     with pytest.raises(ValueError, match="name="):
         table_view(frame, "a table")
+
+
+def test_a_table_view_wraps_labels_and_values_after_underscores_and_keeps_them(tmp_path, monkeypatch):
+    """A long name (a column "within_reach", a data set "give_me_some_credit") may wrap after its underscores,
+    not only inside a word, and reads as written; numbers and the CSV are untouched."""
+    from explainopt.reporting import table_view
+
+    monkeypatch.setenv("EXPLAINOPT_RESULTS", str(tmp_path / "results"))
+    frame = pd.DataFrame({"within_reach": [True], "max_gap": [0.125]},
+                         index=pd.Index(["give_me_some_credit"], name="data_set"))
+    table, _ = table_view(frame, "probe")
+    assert "<th>data_<wbr>set</th>" in table.html and "<th>within_<wbr>reach</th>" in table.html
+    assert "<th>give_<wbr>me_<wbr>some_<wbr>credit</th>" in table.html and "<td>0.125</td>" in table.html
+    assert "within\\_reach" in table.markdown and "<wbr>" not in table.markdown
+    assert list(pd.read_csv(tmp_path / "tables" / "probe.csv").columns) == ["data_set", "within_reach", "max_gap"]

@@ -425,15 +425,6 @@ def verdict_summary(chapter: str) -> reporting.Rendered:
                               box.markdown)
 
 
-def wrappable(frame: pd.DataFrame) -> pd.DataFrame:
-    """`frame` with a space for every underscore in its row and column labels ("strongly correlated", not
-    "strongly_correlated"): the browser wraps a label only at a space, and a long unbroken one widens its
-    table past the text column."""
-    def spaced(label):
-        return label.replace("_", " ") if isinstance(label, str) else label
-    return frame.rename(index=spaced, columns=spaced)
-
-
 def chapter_link(chapter: str) -> str:
     """A MyST link to a chapter's page, titled by the page ("chapter NN" when it has no notebook)."""
     notebooks = chapter_notebooks([chapter], missing_ok=True)

@@ -461,11 +461,11 @@ def table_view(frame: pd.DataFrame, name: str, *, rows: int = 15, columns: int =
     text, notes = _short_view(frame if index else frame.reset_index(drop=True), rows=rows, columns=columns,
                               digits=digits)
     labels = " / ".join(str(n) for n in frame.index.names if n is not None)
-    header = ([html.escape(labels)] if index else []) + \
-        [html.escape(str(c) if not isinstance(c, tuple) else " / ".join(map(str, c))) for c in text.columns]
-    head = "".join(f"<th>{h}</th>" for h in header)
-    body = "".join("<tr>" + (f"<th>{html.escape(str(i))}</th>" if index else "")
-                   + "".join(f"<td>{html.escape(v)}</td>" for v in values) + "</tr>"
+    header = ([labels] if index else []) + [str(c) if not isinstance(c, tuple) else " / ".join(map(str, c))
+                                            for c in text.columns]
+    head = "".join(f"<th>{_breakable(h)}</th>" for h in header)
+    body = "".join("<tr>" + (f"<th>{_breakable(str(i))}</th>" if index else "")
+                   + "".join(f"<td>{_breakable(v)}</td>" for v in values) + "</tr>"
                    for i, values in zip(text.index, text.itertuples(index=False)))
     table = (f'<table class="book-table" style="max-width:100%;font-size:0.85em;font-variant-numeric:tabular-nums">'
              f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
@@ -473,6 +473,13 @@ def table_view(frame: pd.DataFrame, name: str, *, rows: int = 15, columns: int =
     link = f"{{download}}`{name}.csv <tables/{name}.csv>`" if folder == tables_dir() else f"`{folder / name}.csv`"
     note = Markdown(f"*{shown}The full table: {link}.*")
     return Rendered(table, markdown_table(text.reset_index() if index else text)), note
+
+
+def _breakable(text: str) -> str:
+    """`text` as HTML that the browser may wrap after each underscore as well as at its spaces and hyphens
+    ("within_ reach", "give_ me_ some_ credit"): a table of many columns then fits the text column without
+    breaking a word in its middle (_static/explainopt.css) and keeps the names the text refers to."""
+    return html.escape(text).replace("_", "_<wbr>")
 
 
 def show_table(frame: pd.DataFrame, name: str, **options) -> None:

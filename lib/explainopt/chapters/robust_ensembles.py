@@ -1214,17 +1214,21 @@ def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
 def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: float = SIGN_TEST_LEVEL) -> Claim:
     """SAA points strictly dominate at least `share_needed` of the plausibility-benchmark points (those of at
     least :data:`MIN_PER_POINT` counterfactuals, on a dataset with SAA points of as many: :func:`dominated_points`),
-    decided once the points still open could not carry the share across it: *reproduced* on every such point,
-    *partly* where it holds only on those an SAA point could dominate (:func:`reachable_points`; the others lie
-    left of every SAA curve, below its start) and those are at least half of the points, counting every open
-    one out of reach, *differs* where it fails even there, or where it fails on every point and fewer than half
-    could be within reach, counting every open one in it (audit 44c T3: a narrower reading that excused most of
-    the evidence, or none of it, said *partly* or *not run*). Set apart: the points that keep
-    naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate by
-    construction (audit 40c H2). Open: the points on fewer counterfactuals, those of a dataset without SAA points
-    of as many, for each dataset of `datasets` (the protocol's) without a benchmark point yet as many as the
-    others have (audit 28c D2), and the judged points whose status the sign tests over simulations do not settle
-    at `level` (``status_p``, :func:`status_p`; audit 40c H1). `points`: as :func:`benchmark_points` gives them."""
+    decided once the points still open could not carry the share across it.
+
+    Readings: *reproduced* on every judged point; *partly* where it holds only on the points within reach
+    (:func:`reachable_points`; the others lie left of every SAA curve, below its start, where no SAA point can
+    dominate them), if those are at least half of the points counted even should every open point fall out of
+    reach; *differs* where it fails on every point and, besides, fails even on those within reach or fewer than
+    half could be within reach should every open point fall in it (audit 44c T3: a narrower reading that excused
+    most of the evidence, or all of it, said *partly* or *not run*). Set apart, in no share but in the count of
+    the points: those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point
+    can dominate by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1):
+    the points on fewer counterfactuals, those of a dataset without SAA points of as many, for each dataset of
+    `datasets` (the protocol's) without a benchmark point yet as many as the others have (audit 28c D2), and the
+    judged points whose status the sign tests over simulations do not settle at `level` (``status_p``,
+    :func:`status_p`; audit 40c H1). Reach is read on the estimates, a tie in validity within it (audit 45 F2).
+    `points`: as :func:`benchmark_points` gives them."""
     if len(points) and not {"keeps_naive", "status_p"} <= set(points):
         raise ValueError("claim_dominance needs the points' keeps_naive and status_p columns: "
                          "compute the points with benchmark_points")
@@ -1233,59 +1237,74 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: 
     naive_like = points.loc[status.index, "keeps_naive"].eq(True) if len(status) else status.astype(bool)
     judged = status[~naive_like]
     settled = points.loc[judged.index, "status_p"] <= level if len(judged) else judged.astype(bool)
-    reach = judged[reachable_points(points).reindex(judged.index).eq(True)]
+    within = reachable_points(points).reindex(judged.index).eq(True)
+    reach = judged[within]
     per_dataset = int(bench.groupby("dataset").size().max()) if len(bench) else 0
     absent = len(set(datasets or ()) - set(bench.dataset)) if len(bench) else 0
     uncounted = len(bench) - len(status) + per_dataset * absent
+    open_ = uncounted + int((~settled).sum())
+    counted = len(status) + uncounted
 
-    def decides(sub):       # the share of `sub` across `share_needed`, with its unsettled points and the uncounted open
+    def decides(sub):       # the share of `sub`'s settled points across `share_needed`, every open point unknown
         firm = sub[settled[sub.index]]
-        unknown = uncounted + len(sub) - len(firm)
-        return None if sub.empty else count_decides(int(firm.sum()), unknown,
-                                                    lambda k: k >= share_needed * (len(firm) + unknown) - 1e-9)
+        return None if sub.empty else count_decides(int(firm.sum()), open_,
+                                                    lambda k: k >= share_needed * (len(firm) + open_) - 1e-9)
 
     holds_all, holds_reach = decides(judged), decides(reach)
-    # the narrower reading excuses only a minority of the points, even if every open point were within reach
-    few_in_reach = 2 * (len(reach) + uncounted) < len(judged) + uncounted
-    partly = holds_all is False and holds_reach is True and 2 * len(reach) >= len(judged) + uncounted
-    holds = (True if holds_all or partly else False if holds_reach is False or (holds_all is False and few_in_reach)
-             else None)
+    in_reach = int((within & settled).sum())            # settled points within reach
+    most_in_reach = 2 * in_reach >= counted             # should every open point fall out of reach
+    few_in_reach = 2 * (in_reach + open_) < counted     # should every open point fall within it
+    partly = holds_all is False and holds_reach is True and most_in_reach
+    holds = True if holds_all or partly else False if holds_all is False and (holds_reach is False or few_in_reach) \
+        else None
     kept = int(naive_like.sum())
     keep = (f"{kept} {'keeps' if kept == 1 else 'keep'} naive's counterfactuals (set apart: no SAA point can be "
             "closer, up to the MILP's gap)")
     shares = (f"{beside(float(judged.mean()), '.0%', share_needed)} of {len(judged)} benchmark points strictly dominated"
-              + (f", {beside(float(reach.mean()), '.0%', share_needed) if len(reach) else 'n/a'} of the {len(reach)} "
-                 "an SAA point could dominate" if len(reach) < len(judged) else ""))
+              + ("" if len(reach) == len(judged) else ", none within reach" if reach.empty else
+                 f", {beside(float(reach.mean()), '.0%', share_needed)} of the {len(reach)} within reach"))
     shown = ("no benchmark point" if status.empty else f"no benchmark point to judge: {keep}" if judged.empty else
              shares + (f"; besides, {keep}" if kept else ""))
-    unsettled, open_ = len(judged) - int(settled.sum()), uncounted + len(judged) - int(settled.sum())
-    why = [f"{len(status)} of the {len(bench)} benchmark points (isolation forest, 1-LOF) computed rest on at least "
+    return CLAIMS.claim("05-dominance", ours=shown, holds=holds, partly=partly, evidence=len(judged), minimum=1,
+                        deviation=(OUT_OF_REACH if partly or (holds is False and holds_reach is not False) else None),
+                        why=_dominance_why(status, judged, settled, reach, bench=len(bench), kept=kept, open_=open_,
+                                           uncounted=uncounted, counted=counted, level=level, share=share_needed,
+                                           readings=(holds, holds_all, holds_reach, few_in_reach)))
+
+
+#: Why a benchmark point may lie out of reach of every SAA point (05-dominance's deviation).
+OUT_OF_REACH = ("the benchmark points no farther than their dataset's nearest SAA point and less valid than every one "
+                "lie left of every SAA curve, below its start, where no SAA point can dominate them: our curves start "
+                "to the right of naive's point (for an even number of trees p*(N, 1/2) > 1/2)")
+
+
+def _dominance_why(status, judged, settled, reach, *, bench, kept, open_, uncounted, counted, level, share,
+                   readings) -> str:
+    """:func:`claim_dominance`'s reason: what it counted, what is open, and which reading decided."""
+    holds, holds_all, holds_reach, few_in_reach = readings
+    unsettled = len(judged) - int(settled.sum())
+    why = [f"{len(status)} of the {bench} benchmark points (isolation forest, 1-LOF) computed rest on at least "
            f"{MIN_PER_POINT} counterfactuals beside SAA points of as many"
            + (f", {kept} of them keep naive's counterfactuals (set apart)" if kept else "")]
     if unsettled:
         why.append(f"{unsettled} of the {len(judged)} judged open: sign tests over the simulations do not settle "
                    f"their status at {level:g}")
+    still = (f"{open_} {'point' if open_ == 1 else 'points'} still open (on fewer counterfactuals, without SAA points "
+             "of as many, of datasets not benchmarked yet, or of a status not settled)")
     if holds is None and holds_all is False and holds_reach is True:
-        why.append(f"{uncounted} point{'s' if uncounted != 1 else ''} not counted yet (on fewer counterfactuals, "
-                   "without SAA points of as many, or of datasets not benchmarked yet) decide whether the points an "
-                   "SAA point could dominate are at least half of all")
+        why.append(f"{still} decide{'s' if open_ == 1 else ''} whether the points within reach are at least half of "
+                   f"the {counted} counted")
     elif holds is None and open_:
-        why.append(f"{open_} point{'s' if open_ != 1 else ''} still open (on fewer counterfactuals, without SAA points "
-                   "of as many, of datasets not benchmarked yet, or of a status not settled) could carry the pooled "
-                   "share" + (" of the points an SAA point could dominate" if holds_all is False else "")
-                   + f" across {share_needed:.0%}")
-    if holds_all is False and reach.empty:
-        why.append("no judged point lies where an SAA point could dominate it")
-    elif holds_all is False and few_in_reach:
-        why.append(f"only {len(reach)} of the {len(judged)} judged points lie where an SAA point could dominate "
-                   "them, too few to read the claim on those alone")
-    return CLAIMS.claim("05-dominance", ours=shown, holds=holds, partly=partly, evidence=len(judged), minimum=1,
-                        deviation=("the benchmark points no farther than their dataset's nearest SAA point and less "
-                                   "valid than every one lie left of every SAA curve, below its start, where no SAA "
-                                   "point can dominate them: our curves start to the right of naive's point (for an "
-                                   "even number of trees p*(N, 1/2) > 1/2)"
-                                   if partly else None),
-                        why="; ".join(why))
+        why.append(f"{still} could carry the pooled share" + (" of the points within reach" if holds_all is False
+                                                              else "") + f" across {share:.0%}")
+    if holds is False and reach.empty:
+        why.append("no judged point lies within reach (farther than its dataset's nearest SAA point, or as valid as "
+                   "its least valid one)")
+    elif holds is False and few_in_reach and holds_reach is not False:
+        why.append(f"fewer than half of the {counted} counted points can lie within reach (farther than their "
+                   "dataset's nearest SAA point, or as valid as its least valid one), too few to read the claim on "
+                   "those alone")
+    return "; ".join(why)
 
 
 def reachable_points(points, *, min_n: int = MIN_PER_POINT) -> pd.Series:
