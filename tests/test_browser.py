@@ -21,8 +21,10 @@ from explainopt import book
 pytestmark = pytest.mark.book
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 CHAPTERS = [nb.stem for nb in book.chapter_notebooks() if nb.stem[0].isdigit()]
-#: Every page a notebook renders: the chapters and the appendices.
-PAGES = [nb.stem for nb in book.chapter_notebooks()]
+#: The pages a reader reads (under book/ in the built HTML): every notebook's (chapters and appendices), the
+#: verdicts, the introduction and the teaching guide. The API reference is left out: its docstring examples
+#: scroll sideways, as code in an API reference does.
+PAGES = [f"chapters/{nb.stem}" for nb in book.chapter_notebooks()] + ["chapters/status", "intro", "teaching"]
 
 
 @pytest.fixture(scope="module")
@@ -156,14 +158,14 @@ return {column: right - left, cut: cut, raw: raw, broken: broken, wide: wide, sm
 """
 
 
-@pytest.mark.parametrize("chapter", PAGES)
-def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser, built_html, chapter):
+@pytest.mark.parametrize("page", PAGES)
+def test_the_readers_view_shows_everything_in_full_and_within_the_column(browser, built_html, page):
     """No verdict cut with "…", no raw repr (a Series' ``dtype:``, a bare tuple), no table row with a cell too
     many or too few, no element wider than the text column (or scrolling sideways: a code line too long), no
     figure shown below 60 % of its natural size."""
     from explainopt import plots
 
-    _open(browser, built_html / "book" / "chapters" / f"{chapter}.html", settle=0.5)
+    _open(browser, built_html / "book" / f"{page}.html", settle=0.5)
     view = browser.execute_script(READERS_VIEW, RAW_REPR, plots.MIN_SCALE)
     assert view["column"] > 0.8 * plots.COLUMN_PX, "the text column is narrower than the figures are drawn for"
     assert not view["cut"], f"a verdict cut short: {view['cut']}"
