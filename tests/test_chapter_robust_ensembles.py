@@ -984,13 +984,13 @@ def test_a_benchmark_point_that_keeps_naive_s_counterfactuals_is_set_apart():
     claim = CH.claim_dominance(at_naive)
     assert claim.verdict == NOT_RUN and claim.evidence == 0
     assert claim.ours.startswith("no benchmark point to judge: 1 keeps naive's counterfactuals (set apart")
-    assert "1 of them keep naive's counterfactuals (set apart)" in claim.why
+    assert "1 of them keeps naive's counterfactuals (set apart)" in claim.why
     # one factual farther than naive's by more than the gap: a point an SAA point could dominate, judged
     moved = CH.benchmark_points(_naive_and_lof([0.5] * 29 + [0.7]))
     assert not moved.set_index("label").loc["1-LOF", "keeps_naive"]
     settled = CH.claim_dominance(moved)      # Direct-SAA farther in all 6 simulations: settled, and no SAA point
     assert settled.verdict == DIFFERS and "1 of the 1 judged" not in settled.why    # could dominate it (44c T3)
-    assert "no judged point lies within reach" in settled.why
+    assert "can lie within reach" in settled.why and "0 do on the estimates" in settled.why
     assert settled.explanation.startswith("Deviation from the paper's protocol: the benchmark points no farther")
     assert not moved.set_index("label").loc["1-LOF", "within_reach"]    # closer and less valid than Direct-SAA
     # closer than naive's (a relaxed solve) is no more naive's counterfactual than farther (audit 44 M06)
@@ -1122,10 +1122,11 @@ def test_partly_needs_the_points_within_reach_to_be_at_least_half():
     """Audit 44c T3: the narrower reading must not excuse most of the evidence, nor all of it; audit 45 F8: the
     floors' boundaries with a point not counted yet."""
     none_in_reach = CH.claim_dominance(_beside_one_saa_point(0, 20))      # every point settled, none dominated
-    assert none_in_reach.verdict == DIFFERS and "no judged point lies within reach" in none_in_reach.why
+    assert none_in_reach.verdict == DIFFERS and "0 do on the estimates" in none_in_reach.why
     assert "none within reach" in none_in_reach.ours
     one_in_reach = CH.claim_dominance(_beside_one_saa_point(1, 19))       # 1 dominated: 100% of those in reach
-    assert one_in_reach.verdict == DIFFERS and "fewer than half of the 20 counted points can lie" in one_in_reach.why
+    assert one_in_reach.verdict == DIFFERS and "fewer than half of all 20 points (counted or still open) can lie" \
+        in one_in_reach.why and "1 does on the estimates" in one_in_reach.why
     assert one_in_reach.explanation.startswith("Deviation from the paper's protocol")      # not a genuine finding
     assert CH.claim_dominance(_beside_one_saa_point(10, 10)).verdict == PARTLY        # half
     assert CH.claim_dominance(_beside_one_saa_point(10, 11)).verdict == DIFFERS       # fewer than half
@@ -1160,12 +1161,56 @@ def test_open_points_may_fall_either_side_of_reach():
     assert CH.claim_dominance(edge).verdict == NOT_RUN
 
 
+def test_an_open_point_out_of_reach_is_open_in_the_share_within_reach_too():
+    """Audit 45b F1 (mutants M05, M06, M17)."""
+    points = _beside_one_saa_point(2, 2)
+    points.loc[4, "status_p"] = 0.5           # 2 dominated, 1 out of reach, 1 open out of reach
+    assert CH.claim_dominance(points).verdict == NOT_RUN
+    apart = _beside_one_saa_point(4, 0, few=1)
+    apart.loc[2:4, "keeps_naive"] = True       # 1 dominated, 3 set apart, 1 not counted yet: it may be dominated
+    assert CH.claim_dominance(apart).verdict == NOT_RUN
+
+
+def test_a_dataset_benchmarked_in_part_or_beside_an_saa_point_on_too_few_counterfactuals_is_open():
+    """Audit 45b F2: a dataset's missing points are open, as many as the most complete dataset has; F3: an SAA
+    point on fewer counterfactuals may yet dominate its dataset's benchmark points."""
+    a = _beside_one_saa_point(10, 10)
+    b = _beside_one_saa_point(2, 0).assign(dataset="B")
+    assert CH.claim_dominance(pd.concat([a, b], ignore_index=True), datasets=["A", "B"]).verdict == NOT_RUN
+    assert CH.claim_dominance(a, datasets=["A"]).verdict == PARTLY
+    short = pd.concat([a, a.iloc[:1].assign(distance=0.05, rate=0.99, n=10)], ignore_index=True)
+    claim = CH.claim_dominance(short)
+    assert claim.verdict == NOT_RUN and claim.ours == "no benchmark point"
+
+
+def test_dominance_is_undecided_when_every_point_has_the_protocol_s_simulations():
+    """Audit 45b F7: at the paper's 40 simulations a point still open is a near-tie that no more cell of the
+    protocol can settle: the claim reads neither way (*undecided*), not *too little evidence*."""
+    points = _beside_one_saa_point(10, 0).assign(simulations=40)
+    points.loc[10, "status_p"] = 0.5
+    assert CH.claim_dominance(points).verdict == REPRODUCED       # 9 of 10 settled dominated: 90% whatever the open
+    points.loc[9, "status_p"] = 0.5                               # 8 of 10 settled: 80% to 100%
+    undecided = CH.claim_dominance(points)
+    assert undecided.verdict == UNDECIDED and "protocol's 40 simulations" in undecided.why
+    assert CH.claim_dominance(points.assign(simulations=39)).verdict == NOT_RUN
+    assert CH.claim_dominance(points, simulations=39).verdict == UNDECIDED
+
+
+def test_a_differs_within_reach_says_so():
+    """Audit 45b F6: the why names the reading that decided."""
+    points = _beside_one_saa_point(10, 2)
+    points.loc[1:3, "rate"] = 0.95              # 3 of the 10 within reach not dominated
+    claim = CH.claim_dominance(points)
+    assert claim.verdict == DIFFERS and "it fails even on the 10 within reach" in claim.why
+    assert claim.explanation.startswith("Genuine finding")
+
+
 def test_points_set_apart_count_among_the_points_reach_must_be_half_of():
     """Audit 45 F7: 10 dominated, 10 out of reach and 10 at naive's: 10 of 30 within reach is not half."""
     points = _beside_one_saa_point(10, 20)
     points.loc[21:, "keeps_naive"] = True
     claim = CH.claim_dominance(points)
-    assert claim.verdict == DIFFERS and "fewer than half of the 30 counted points" in claim.why
+    assert claim.verdict == DIFFERS and "fewer than half of all 30 points (counted or still open)" in claim.why
 
 
 def test_reachable_points_are_those_not_closer_and_less_valid_than_every_saa_point():

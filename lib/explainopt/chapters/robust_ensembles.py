@@ -1033,14 +1033,13 @@ def _per_simulation(frame, points) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _saa_and_benchmarks(points, *, min_n: int):
-    """Per dataset with SAA points of at least `min_n` counterfactuals, those and its plausibility-benchmark
-    points of at least `min_n` (a dataset without such SAA points has nothing to judge its benchmarks by yet:
-    audit 28c D3)."""
-    sub = points[points["n"] >= min_n] if len(points) else points
-    for _, g in sub.groupby("dataset"):
+    """Per dataset whose SAA points all rest on at least `min_n` counterfactuals, those and its
+    plausibility-benchmark points of at least `min_n` (a dataset without such SAA points has nothing to judge
+    its benchmarks by yet, audit 28c D3; an SAA point on fewer may yet dominate them, audit 45b F3)."""
+    for _, g in points.groupby("dataset") if len(points) else ():
         saa = g[g.label.str.contains("SAA")]
-        if len(saa):
-            yield saa, g[g.label.isin(BENCHMARKS)]
+        if len(saa) and bool((saa["n"] >= min_n).all()):
+            yield saa, g[g.label.isin(BENCHMARKS) & (g["n"] >= min_n)]
 
 
 _TARGET_RULE = (f"target met = 95% interval (simulations as clusters) reaches 1 - alpha at every alpha, each rate "
@@ -1211,24 +1210,26 @@ def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
                         why=_TARGET_RULE, evidence=counted, minimum=needed)
 
 
-def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: float = SIGN_TEST_LEVEL) -> Claim:
+def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: float = SIGN_TEST_LEVEL,
+                    simulations: int = PAPER_SIMULATIONS[100]) -> Claim:
     """SAA points strictly dominate at least `share_needed` of the plausibility-benchmark points (those of at
-    least :data:`MIN_PER_POINT` counterfactuals, on a dataset with SAA points of as many: :func:`dominated_points`),
-    decided once the points still open could not carry the share across it.
+    least :data:`MIN_PER_POINT` counterfactuals, on a dataset whose SAA points all rest on as many:
+    :func:`dominated_points`), decided once the points still open could not carry the share across it.
 
     Readings: *reproduced* on every judged point; *partly* where it holds only on the points within reach
     (:func:`reachable_points`; the others lie left of every SAA curve, below its start, where no SAA point can
-    dominate them), if those are at least half of the points counted even should every open point fall out of
-    reach; *differs* where it fails on every point and, besides, fails even on those within reach or fewer than
-    half could be within reach should every open point fall in it (audit 44c T3: a narrower reading that excused
-    most of the evidence, or all of it, said *partly* or *not run*). Set apart, in no share but in the count of
-    the points: those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point
-    can dominate by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1):
-    the points on fewer counterfactuals, those of a dataset without SAA points of as many, for each dataset of
-    `datasets` (the protocol's) without a benchmark point yet as many as the others have (audit 28c D2), and the
-    judged points whose status the sign tests over simulations do not settle at `level` (``status_p``,
-    :func:`status_p`; audit 40c H1). Reach is read on the estimates, a tie in validity within it (audit 45 F2).
-    `points`: as :func:`benchmark_points` gives them."""
+    dominate them), if those are at least half of all points even should every open point fall out of reach;
+    *differs* where it fails on every point and, besides, fails even on those within reach or fewer than half
+    could be within reach should every open point fall in it (audit 44c T3: a narrower reading that excused most
+    of the evidence, or all of it, said *partly* or *not run*). Set apart, in no share but among all points:
+    those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate
+    by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1): the points on
+    fewer counterfactuals, those of a dataset with an SAA point on fewer, each dataset's points not computed yet
+    (as many as the most complete dataset has; for each dataset of `datasets`, the protocol's: audit 28c D2,
+    45b F2), and the judged points whose status the sign tests over simulations do not settle at `level`
+    (``status_p``, :func:`status_p`; audit 40c H1). Reach is read on the estimates, a tie in validity within it
+    (audit 45 F2). With every point computed on the protocol's `simulations`, the points still open are ties the
+    sign tests cannot settle: *undecided* (audit 45b F7). `points`: as :func:`benchmark_points` gives them."""
     if len(points) and not {"keeps_naive", "status_p"} <= set(points):
         raise ValueError("claim_dominance needs the points' keeps_naive and status_p columns: "
                          "compute the points with benchmark_points")
@@ -1239,36 +1240,40 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: 
     settled = points.loc[judged.index, "status_p"] <= level if len(judged) else judged.astype(bool)
     within = reachable_points(points).reindex(judged.index).eq(True)
     reach = judged[within]
-    per_dataset = int(bench.groupby("dataset").size().max()) if len(bench) else 0
-    absent = len(set(datasets or ()) - set(bench.dataset)) if len(bench) else 0
-    uncounted = len(bench) - len(status) + per_dataset * absent
-    open_ = uncounted + int((~settled).sum())
-    counted = len(status) + uncounted
+    per_dataset = bench.groupby("dataset").size() if len(bench) else pd.Series(dtype=int)
+    full = int(per_dataset.max()) if len(per_dataset) else 0
+    uncounted = len(bench) - len(status) + sum(full - int(per_dataset.get(d, 0))
+                                               for d in set(datasets or ()) | set(per_dataset.index))
+    n = dict(points=len(status) + uncounted, open=uncounted + int((~settled).sum()), uncounted=uncounted,
+             kept=int(naive_like.sum()), bench=len(bench), counted=len(status))
 
     def decides(sub):       # the share of `sub`'s settled points across `share_needed`, every open point unknown
         firm = sub[settled[sub.index]]
-        return None if sub.empty else count_decides(int(firm.sum()), open_,
-                                                    lambda k: k >= share_needed * (len(firm) + open_) - 1e-9)
+        return None if sub.empty else count_decides(int(firm.sum()), n["open"],
+                                                    lambda k: k >= share_needed * (len(firm) + n["open"]) - 1e-9)
 
     holds_all, holds_reach = decides(judged), decides(reach)
-    in_reach = int((within & settled).sum())            # settled points within reach
-    most_in_reach = 2 * in_reach >= counted             # should every open point fall out of reach
-    few_in_reach = 2 * (in_reach + open_) < counted     # should every open point fall within it
+    in_reach = int((within & settled).sum())                    # settled points within reach
+    most_in_reach = 2 * in_reach >= n["points"]                 # should every open point fall out of reach
+    few_in_reach = 2 * (in_reach + n["open"]) < n["points"]     # should every open point fall within it
     partly = holds_all is False and holds_reach is True and most_in_reach
     holds = True if holds_all or partly else False if holds_all is False and (holds_reach is False or few_in_reach) \
         else None
-    kept = int(naive_like.sum())
-    keep = (f"{kept} {'keeps' if kept == 1 else 'keep'} naive's counterfactuals (set apart: no SAA point can be "
-            "closer, up to the MILP's gap)")
-    shares = (f"{beside(float(judged.mean()), '.0%', share_needed)} of {len(judged)} benchmark points strictly dominated"
+    done = points["simulations"] >= simulations if "simulations" in points else pd.Series(False, index=points.index)
+    final = holds is None and uncounted == 0 and len(judged) > 0 and bool(done[judged.index].all())
+    shares = (f"{beside(float(judged.mean()), '.0%', share_needed)} of {len(judged)} benchmark "
+              f"{'point' if len(judged) == 1 else 'points'} strictly dominated"
               + ("" if len(reach) == len(judged) else ", none within reach" if reach.empty else
                  f", {beside(float(reach.mean()), '.0%', share_needed)} of the {len(reach)} within reach"))
+    keep = (f"{n['kept']} {'keeps' if n['kept'] == 1 else 'keep'} naive's counterfactuals (set apart: no SAA point "
+            "can be closer, up to the MILP's gap)")
     shown = ("no benchmark point" if status.empty else f"no benchmark point to judge: {keep}" if judged.empty else
-             shares + (f"; besides, {keep}" if kept else ""))
+             shares + (f"; besides, {keep}" if n["kept"] else ""))
     return CLAIMS.claim("05-dominance", ours=shown, holds=holds, partly=partly, evidence=len(judged), minimum=1,
+                        neither_way=final,
                         deviation=(OUT_OF_REACH if partly or (holds is False and holds_reach is not False) else None),
-                        why=_dominance_why(status, judged, settled, reach, bench=len(bench), kept=kept, open_=open_,
-                                           uncounted=uncounted, counted=counted, level=level, share=share_needed,
+                        why=_dominance_why(n, judged, settled, reach, level=level, share=share_needed,
+                                           simulations=simulations if final else None,
                                            readings=(holds, holds_all, holds_reach, few_in_reach)))
 
 
@@ -1277,33 +1282,41 @@ OUT_OF_REACH = ("the benchmark points no farther than their dataset's nearest SA
                 "lie left of every SAA curve, below its start, where no SAA point can dominate them: our curves start "
                 "to the right of naive's point (for an even number of trees p*(N, 1/2) > 1/2)")
 
+#: What "within reach" means, as :func:`reachable_points` reads it.
+WITHIN_REACH = ("farther than its dataset's nearest SAA point beyond the MILP's gap, or at least as valid as its least "
+                "valid one")
 
-def _dominance_why(status, judged, settled, reach, *, bench, kept, open_, uncounted, counted, level, share,
-                   readings) -> str:
-    """:func:`claim_dominance`'s reason: what it counted, what is open, and which reading decided."""
+
+def _dominance_why(n, judged, settled, reach, *, level, share, simulations, readings) -> str:
+    """:func:`claim_dominance`'s reason: what it counted (`n`), what is open, and which reading decided;
+    `simulations`: the protocol's, when every open point has them all."""
     holds, holds_all, holds_reach, few_in_reach = readings
     unsettled = len(judged) - int(settled.sum())
-    why = [f"{len(status)} of the {bench} benchmark points (isolation forest, 1-LOF) computed rest on at least "
-           f"{MIN_PER_POINT} counterfactuals beside SAA points of as many"
-           + (f", {kept} of them keep naive's counterfactuals (set apart)" if kept else "")]
+    why = [f"{n['counted']} of the {n['bench']} benchmark points (isolation forest, 1-LOF) computed "
+           f"{'rests' if n['counted'] == 1 else 'rest'} on at least {MIN_PER_POINT} counterfactuals beside SAA "
+           "points of as many"
+           + (f", {n['kept']} of them {'keeps' if n['kept'] == 1 else 'keep'} naive's counterfactuals (set apart)"
+              if n["kept"] else "")]
     if unsettled:
         why.append(f"{unsettled} of the {len(judged)} judged open: sign tests over the simulations do not settle "
                    f"their status at {level:g}")
-    still = (f"{open_} {'point' if open_ == 1 else 'points'} still open (on fewer counterfactuals, without SAA points "
-             "of as many, of datasets not benchmarked yet, or of a status not settled)")
-    if holds is None and holds_all is False and holds_reach is True:
-        why.append(f"{still} decide{'s' if open_ == 1 else ''} whether the points within reach are at least half of "
-                   f"the {counted} counted")
-    elif holds is None and open_:
+    still = (f"{n['open']} {'point' if n['open'] == 1 else 'points'} still open (on fewer counterfactuals, without SAA "
+             "points of as many, not computed yet, or of a status not settled)")
+    if simulations:
+        why.append(f"every point computed on the protocol's {simulations} simulations: the open ones are near-ties "
+                   "that more simulations of the protocol cannot settle, and the share is read neither way")
+    elif holds is None and holds_all is False and holds_reach is True:
+        why.append(f"{still} decide{'s' if n['open'] == 1 else ''} whether the points within reach are at least "
+                   f"half of all {n['points']} points")
+    elif holds is None and n["open"]:
         why.append(f"{still} could carry the pooled share" + (" of the points within reach" if holds_all is False
                                                               else "") + f" across {share:.0%}")
-    if holds is False and reach.empty:
-        why.append("no judged point lies within reach (farther than its dataset's nearest SAA point, or as valid as "
-                   "its least valid one)")
-    elif holds is False and few_in_reach and holds_reach is not False:
-        why.append(f"fewer than half of the {counted} counted points can lie within reach (farther than their "
-                   "dataset's nearest SAA point, or as valid as its least valid one), too few to read the claim on "
-                   "those alone")
+    if holds is False and holds_reach is False:
+        why.append(f"it fails even on the {len(reach)} within reach ({WITHIN_REACH})")
+    elif holds is False and few_in_reach:
+        why.append(f"fewer than half of all {n['points']} points (counted or still open) can lie within reach "
+                   f"({WITHIN_REACH}): {len(reach)} {'does' if len(reach) == 1 else 'do'} on the estimates, too few "
+                   "to read the claim on those alone")
     return "; ".join(why)
 
 
