@@ -762,7 +762,7 @@ def _verdict_of_the_notebook(frame) -> str:
                      table1=pd.DataFrame(columns=["dataset", "n", "ours [%]"]), curves=pd.DataFrame(),
                      points=pd.DataFrame(columns=["dataset", "label", "n", "distance", "rate"]),
                      correlation=pd.Series(dtype=float), table3=pd.DataFrame(columns=["dataset", "n", "ours [%]"]),
-                     importance={}, S={"datasets": [], "benchmarks_on": []},
+                     importance={}, S={"datasets": [], "benchmarks_on": [], "contaminations": [], "lof_weights": []},
                      benchmark_times=pd.DataFrame(columns=CH.BENCHMARK_RATIO_COLUMNS),
                      evolving_curves=pd.DataFrame(), verdict_table=lambda claims: claims)
     exec(_cell("claims = CH.claims("), namespace)
@@ -952,9 +952,9 @@ def test_dominance_claim():
     assert CH.claim_dominance(_points(0.2, 0.95)).verdict == DIFFERS
     assert CH.claim_dominance(_points(0.05, 0.95)).verdict == DIFFERS    # closer and more valid: beats SAA
     none = CH.claim_dominance(_points(0.2, 0.8).iloc[:1])
-    assert none.verdict == NOT_RUN and none.explanation.startswith("Too little evidence: 0 of the 1 benchmark points")
+    assert none.verdict == NOT_RUN and none.explanation.startswith("Too little evidence: 0 of the 1 judged benchmark")
     few = CH.claim_dominance(_points(0.2, 0.8, n=5))     # audit D9: counts, not the rule, under too little evidence
-    assert few.explanation.startswith("Too little evidence: 0 of the 1 benchmark points")
+    assert few.explanation.startswith("Too little evidence: 0 of the 1 judged benchmark points")
     assert "0 of the 1 benchmark points (isolation forest, 1-LOF) computed rest on at least 30" in few.why
 
 
@@ -1183,17 +1183,56 @@ def test_a_dataset_benchmarked_in_part_or_beside_an_saa_point_on_too_few_counter
     assert claim.verdict == NOT_RUN and claim.ours == "no benchmark point"
 
 
-def test_dominance_is_undecided_when_every_point_has_the_protocol_s_simulations():
+def test_dominance_is_undecided_once_every_cell_of_the_protocol_has_run():
     """Audit 45b F7: at the paper's 40 simulations a point still open is a near-tie that no more cell of the
-    protocol can settle: the claim reads neither way (*undecided*), not *too little evidence*."""
+    protocol can settle: the claim reads neither way (*undecided*), not *too little evidence*. Audit 45c F1:
+    only once every cell of every dataset counted has run, for the SAA points as for the benchmarks, and every
+    dataset of the protocol is known."""
     points = _beside_one_saa_point(10, 0).assign(simulations=40)
     points.loc[10, "status_p"] = 0.5
-    assert CH.claim_dominance(points).verdict == REPRODUCED       # 9 of 10 settled dominated: 90% whatever the open
-    points.loc[9, "status_p"] = 0.5                               # 8 of 10 settled: 80% to 100%
-    undecided = CH.claim_dominance(points)
-    assert undecided.verdict == UNDECIDED and "protocol's 40 simulations" in undecided.why
-    assert CH.claim_dominance(points.assign(simulations=39)).verdict == NOT_RUN
-    assert CH.claim_dominance(points, simulations=39).verdict == UNDECIDED
+    reproduced = CH.claim_dominance(points, datasets=["A"])            # 9 of 10 settled dominated: 90% whatever
+    assert reproduced.verdict == REPRODUCED and "protocol's 40" not in reproduced.why
+    points.loc[9, "status_p"] = 0.5                                     # 8 of 10 settled: 80% to 100%
+    undecided = CH.claim_dominance(points, datasets=["A"])
+    assert undecided.verdict == UNDECIDED and "protocol's 40 simulations computed" in undecided.why
+    assert "the share is read neither way" in undecided.why
+    assert CH.claim_dominance(points.assign(simulations=39), datasets=["A"]).verdict == NOT_RUN
+    assert CH.claim_dominance(points, datasets=["A"], simulations=39).verdict == UNDECIDED
+    assert CH.claim_dominance(points).verdict == NOT_RUN                  # the protocol's datasets unknown
+    assert CH.claim_dominance(points, datasets=["A", "B"]).verdict == NOT_RUN   # B not benchmarked yet
+    saa_short = points.copy()
+    saa_short.loc[0, "simulations"] = 39                                # the SAA cell of one simulation missing
+    assert CH.claim_dominance(saa_short, datasets=["A"]).verdict == NOT_RUN
+    found_in_fewer = points.copy()
+    found_in_fewer.loc[5, "simulations"] = 39                           # its cells all ran: one solve found nothing
+    assert CH.claim_dominance(found_in_fewer, datasets=["A"]).verdict == UNDECIDED
+    # only the floor is open (audit 45c F4): the why names it
+    floor = _beside_one_saa_point(10, 11).assign(simulations=40)
+    floor.loc[21, "status_p"] = 0.5
+    floor_open = CH.claim_dominance(floor, datasets=["A"])
+    assert floor_open.verdict == UNDECIDED and "whether the points within reach are at least half" in floor_open.why
+
+
+def test_dominance_pads_each_dataset_to_the_protocol_s_benchmark_settings():
+    """Audit 45b F2, 45c F2-F3: a dataset's missing points are open, as many as the protocol computes per dataset
+    (or the most complete dataset has), with or without the protocol's list of datasets."""
+    a = _beside_one_saa_point(10, 10)
+    b = _beside_one_saa_point(2, 0).assign(dataset="B")
+    assert CH.claim_dominance(pd.concat([a, b], ignore_index=True)).verdict == NOT_RUN
+    one_each = pd.concat([_beside_one_saa_point(1, 0), _beside_one_saa_point(1, 0).assign(dataset="B")],
+                         ignore_index=True)
+    assert CH.claim_dominance(one_each).verdict == REPRODUCED                 # 2 of 2, nothing known missing
+    assert CH.claim_dominance(one_each, per_dataset=3).verdict == NOT_RUN     # 4 of the protocol's 6 to come
+
+
+def test_dominance_texts_count_in_the_singular_and_the_plural():
+    """Audit 45c F8."""
+    one = CH.claim_dominance(_beside_one_saa_point(1, 0))
+    assert one.ours.startswith("100% of 1 benchmark point strictly") and "1 of the 1 benchmark points" in one.why
+    assert "rests on at least 30" in one.why
+    apart = _beside_one_saa_point(3, 0)
+    apart.loc[1:2, "keeps_naive"] = True
+    assert "3 of the 3 benchmark points (isolation forest, 1-LOF) computed rest on" in CH.claim_dominance(apart).why
 
 
 def test_a_differs_within_reach_says_so():

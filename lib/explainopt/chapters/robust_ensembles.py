@@ -1210,8 +1210,8 @@ def claim_robust_saa_spambase(curves, *, beta: float = 0.05) -> Claim:
                         why=_TARGET_RULE, evidence=counted, minimum=needed)
 
 
-def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: float = SIGN_TEST_LEVEL,
-                    simulations: int = PAPER_SIMULATIONS[100]) -> Claim:
+def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, per_dataset: int = 0,
+                    level: float = SIGN_TEST_LEVEL, simulations: int = PAPER_SIMULATIONS[100]) -> Claim:
     """SAA points strictly dominate at least `share_needed` of the plausibility-benchmark points (those of at
     least :data:`MIN_PER_POINT` counterfactuals, on a dataset whose SAA points all rest on as many:
     :func:`dominated_points`), decided once the points still open could not carry the share across it.
@@ -1225,11 +1225,12 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: 
     those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate
     by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1): the points on
     fewer counterfactuals, those of a dataset with an SAA point on fewer, each dataset's points not computed yet
-    (as many as the most complete dataset has; for each dataset of `datasets`, the protocol's: audit 28c D2,
-    45b F2), and the judged points whose status the sign tests over simulations do not settle at `level`
-    (``status_p``, :func:`status_p`; audit 40c H1). Reach is read on the estimates, a tie in validity within it
-    (audit 45 F2). With every point computed on the protocol's `simulations`, the points still open are ties the
-    sign tests cannot settle: *undecided* (audit 45b F7). `points`: as :func:`benchmark_points` gives them."""
+    (`per_dataset`, the protocol's benchmark settings, or as many as the most complete dataset has; for each
+    dataset of `datasets`, the protocol's: audit 28c D2, 45b F2, 45c F3), and the judged points whose status the
+    sign tests over simulations do not settle at `level` (``status_p``, :func:`status_p`; audit 40c H1). Reach is
+    read on the estimates, a tie in validity within it (audit 45 F2). Once every cell of the protocol has run
+    (:func:`_protocol_done`), the points still open are ties the sign tests cannot settle: *undecided* (audit 45b
+    F7). `points`: as :func:`benchmark_points` gives them."""
     if len(points) and not {"keeps_naive", "status_p"} <= set(points):
         raise ValueError("claim_dominance needs the points' keeps_naive and status_p columns: "
                          "compute the points with benchmark_points")
@@ -1240,10 +1241,10 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: 
     settled = points.loc[judged.index, "status_p"] <= level if len(judged) else judged.astype(bool)
     within = reachable_points(points).reindex(judged.index).eq(True)
     reach = judged[within]
-    per_dataset = bench.groupby("dataset").size() if len(bench) else pd.Series(dtype=int)
-    full = int(per_dataset.max()) if len(per_dataset) else 0
-    uncounted = len(bench) - len(status) + sum(full - int(per_dataset.get(d, 0))
-                                               for d in set(datasets or ()) | set(per_dataset.index))
+    computed = bench.groupby("dataset").size() if len(bench) else pd.Series(dtype=int)
+    full = max(per_dataset, int(computed.max()) if len(computed) else 0)
+    uncounted = len(bench) - len(status) + sum(full - int(computed.get(d, 0))
+                                               for d in set(datasets or ()) | set(computed.index))
     n = dict(points=len(status) + uncounted, open=uncounted + int((~settled).sum()), uncounted=uncounted,
              kept=int(naive_like.sum()), bench=len(bench), counted=len(status))
 
@@ -1259,8 +1260,8 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: 
     partly = holds_all is False and holds_reach is True and most_in_reach
     holds = True if holds_all or partly else False if holds_all is False and (holds_reach is False or few_in_reach) \
         else None
-    done = points["simulations"] >= simulations if "simulations" in points else pd.Series(False, index=points.index)
-    final = holds is None and uncounted == 0 and len(judged) > 0 and bool(done[judged.index].all())
+    final = (holds is None and uncounted == 0 and len(judged) > 0 and datasets is not None
+             and _protocol_done(points, set(points.loc[status.index, "dataset"]), simulations))
     shares = (f"{beside(float(judged.mean()), '.0%', share_needed)} of {len(judged)} benchmark "
               f"{'point' if len(judged) == 1 else 'points'} strictly dominated"
               + ("" if len(reach) == len(judged) else ", none within reach" if reach.empty else
@@ -1277,14 +1278,27 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, level: 
                                            readings=(holds, holds_all, holds_reach, few_in_reach)))
 
 
+def _protocol_done(points, datasets, simulations: int) -> bool:
+    """Whether every cell of the protocol's `simulations` has run for each of `datasets`: its SAA points (one
+    cell per simulation holds them all) and its benchmark points (likewise) reach that many simulations. A
+    point found in fewer has no more cells to come (audit 45c F1, F7)."""
+    if "simulations" not in points:
+        return False
+    for name, group in points[points.dataset.isin(datasets)].groupby("dataset"):
+        for kind in (group.label.str.contains("SAA"), group.label.isin(BENCHMARKS)):
+            if not kind.any() or group.loc[kind, "simulations"].max() < simulations:
+                return False
+    return True
+
+
 #: Why a benchmark point may lie out of reach of every SAA point (05-dominance's deviation).
 OUT_OF_REACH = ("the benchmark points no farther than their dataset's nearest SAA point and less valid than every one "
                 "lie left of every SAA curve, below its start, where no SAA point can dominate them: our curves start "
                 "to the right of naive's point (for an even number of trees p*(N, 1/2) > 1/2)")
 
 #: What "within reach" means, as :func:`reachable_points` reads it.
-WITHIN_REACH = ("farther than its dataset's nearest SAA point beyond the MILP's gap, or at least as valid as its least "
-                "valid one")
+WITHIN_REACH = ("farther than their dataset's nearest SAA point beyond the MILP's gap, or at least as valid as that "
+                "dataset's least valid one")
 
 
 def _dominance_why(n, judged, settled, reach, *, level, share, simulations, readings) -> str:
@@ -1303,8 +1317,11 @@ def _dominance_why(n, judged, settled, reach, *, level, share, simulations, read
     still = (f"{n['open']} {'point' if n['open'] == 1 else 'points'} still open (on fewer counterfactuals, without SAA "
              "points of as many, not computed yet, or of a status not settled)")
     if simulations:
-        why.append(f"every point computed on the protocol's {simulations} simulations: the open ones are near-ties "
-                   "that more simulations of the protocol cannot settle, and the share is read neither way")
+        open_question = ("whether the points within reach are at least half of all points" if holds_all is False
+                         and holds_reach is True else "the share" + (" of the points within reach" if holds_all is False
+                                                                      else ""))
+        why.append(f"every cell of the protocol's {simulations} simulations computed: the open points are near-ties "
+                   f"that no more cell can settle, and {open_question} is read neither way")
     elif holds is None and holds_all is False and holds_reach is True:
         why.append(f"{still} decide{'s' if n['open'] == 1 else ''} whether the points within reach are at least "
                    f"half of all {n['points']} points")
@@ -1602,17 +1619,18 @@ def claim_large_forests(table3, *, minimum: int = MIN_PER_DATASET, level: float 
 
 def claims(*, checks, table1, curves, points, times, correlation, table3, datasets,
            benchmark_times=None, evolving_curves=None, importance_counterfactuals=None,
-           benchmark_datasets=None, benchmarks=BENCHMARKS) -> list[Claim]:
+           benchmark_datasets=None, benchmarks=BENCHMARKS, benchmark_settings: int = 0) -> list[Claim]:
     """The chapter's claims, each decided from the run (*not run* where its data are missing);
     `importance_counterfactuals`: :func:`change_counts` of the importance tables behind `correlation`;
     `benchmark_datasets`: the datasets the scale runs the plausibility benchmarks on, `benchmarks` which
-    (:func:`benchmarks_run`)."""
+    (:func:`benchmarks_run`), `benchmark_settings` how many points per dataset (contamination levels and LOF
+    weights)."""
     benchmark_times = pd.DataFrame(columns=BENCHMARK_RATIO_COLUMNS) if benchmark_times is None else benchmark_times
     if evolving_curves is None or evolving_curves.empty:
         evolving_curves = pd.DataFrame(columns=["dataset", "label", "target", "high", "n"])
     return [claim_verified(checks), claim_naive_below_half(table1), claim_spambase_naive(table1),
             claim_direct_saa_targets(curves, datasets=datasets), claim_robust_saa_spambase(curves),
-            claim_sparse_adult(curves), claim_dominance(points, datasets=benchmark_datasets), claim_solve_time(times),
+            claim_sparse_adult(curves), claim_dominance(points, datasets=benchmark_datasets, per_dataset=benchmark_settings), claim_solve_time(times),
             claim_benchmark_time(benchmark_times, datasets=benchmark_datasets, benchmarks=benchmarks),
             claim_importance(correlation, counterfactuals=importance_counterfactuals), claim_large_forests(table3), claim_evolving_direct(evolving_curves),
             claim_evolving_robust(evolving_curves)]
