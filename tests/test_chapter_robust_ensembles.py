@@ -755,18 +755,30 @@ def _forest_solves(n_estimators, naive_time, direct_time, *, direct_solved=8, fa
     return rows
 
 
-def _verdict_of_the_notebook(frame) -> str:
-    """05-solve-time as the notebook's claims cell decides it on `frame` (every forest size of the run) and `main`
-    (the first, N = 100: Section 5.1 and App. C.2's Figure 6)."""
+def _verdict_of_the_notebook(frame, claim: str = "05-solve-time", points=None, **settings) -> str:
+    """`claim` (05-solve-time) as the notebook's claims cell decides it on `frame` (every forest size of the run)
+    and `main` (the first, N = 100: Section 5.1 and App. C.2's Figure 6), the benchmark `points` and the scale's
+    `settings`."""
+    S = {"datasets": [], "benchmarks_on": [], "contaminations": [], "lof_weights": [], **settings}
+    points = pd.DataFrame(columns=["dataset", "label", "n", "distance", "rate"]) if points is None else points
     namespace = dict(CH=CH, frame=frame, main=frame[frame.n_estimators == 100], checks=CH.check_counts(frame.iloc[:0]),
                      table1=pd.DataFrame(columns=["dataset", "n", "ours [%]"]), curves=pd.DataFrame(),
-                     points=pd.DataFrame(columns=["dataset", "label", "n", "distance", "rate"]),
-                     correlation=pd.Series(dtype=float), table3=pd.DataFrame(columns=["dataset", "n", "ours [%]"]),
-                     importance={}, S={"datasets": [], "benchmarks_on": [], "contaminations": [], "lof_weights": []},
+                     points=points, correlation=pd.Series(dtype=float), S=S,
+                     table3=pd.DataFrame(columns=["dataset", "n", "ours [%]"]), importance={},
                      benchmark_times=pd.DataFrame(columns=CH.BENCHMARK_RATIO_COLUMNS),
                      evolving_curves=pd.DataFrame(), verdict_table=lambda claims: claims)
     exec(_cell("claims = CH.claims("), namespace)
-    return next(c for c in namespace["claims"] if c.id == "05-solve-time").verdict
+    return next(c for c in namespace["claims"] if c.id == claim).verdict
+
+
+def test_the_notebook_pads_each_dataset_to_the_scale_s_benchmark_settings():
+    """Audit 45d P19: one dominated point on each of two datasets is 2 of the 6 points 3 settings give."""
+    one_each = pd.concat([_beside_one_saa_point(1, 0), _beside_one_saa_point(1, 0).assign(dataset="B")],
+                         ignore_index=True)
+    settings = dict(datasets=["A", "B"], benchmarks_on=["A", "B"])
+    assert _verdict_of_the_notebook(FAILS_AT_100, "05-dominance", one_each, **settings) == REPRODUCED
+    assert _verdict_of_the_notebook(FAILS_AT_100, "05-dominance", one_each, contaminations=[0.1],
+                                    lof_weights=[1.0, 10.0], **settings) == NOT_RUN
 
 
 # N = 100 (the paper's C.2 / Figure 6): naive 1 s, each alpha solved at 3 s: 3x, not "a small increase".
@@ -1206,11 +1218,19 @@ def test_dominance_is_undecided_once_every_cell_of_the_protocol_has_run():
     found_in_fewer = points.copy()
     found_in_fewer.loc[5, "simulations"] = 39                           # its cells all ran: one solve found nothing
     assert CH.claim_dominance(found_in_fewer, datasets=["A"]).verdict == UNDECIDED
-    # only the floor is open (audit 45c F4): the why names it
+    # every cell run, an open point stays on its side of reach: 10 of 21 within reach, under half (audit 45d F2)
     floor = _beside_one_saa_point(10, 11).assign(simulations=40)
     floor.loc[21, "status_p"] = 0.5
-    floor_open = CH.claim_dominance(floor, datasets=["A"])
-    assert floor_open.verdict == UNDECIDED and "whether the points within reach are at least half" in floor_open.why
+    assert CH.claim_dominance(floor, datasets=["A"]).verdict == DIFFERS
+    assert CH.claim_dominance(floor.assign(simulations=39), datasets=["A"]).verdict == NOT_RUN
+    # audit 45d P02, P03, P11: the cells of every dataset counted, benchmarks and SAA points alike
+    assert CH.claim_dominance(points.drop(columns="simulations"), datasets=["A"]).verdict == NOT_RUN
+    bench_short = points.copy()
+    bench_short.loc[1:, "simulations"] = 39                              # the benchmark cell of one simulation missing
+    assert CH.claim_dominance(bench_short, datasets=["A"]).verdict == NOT_RUN
+    apart = _beside_one_saa_point(2, 0).assign(dataset="B", keeps_naive=True, simulations=6)
+    apart.loc[0, ["keeps_naive", "simulations"]] = [False, 40]         # B's SAA cells all run, its benchmarks not
+    assert CH.claim_dominance(pd.concat([points, apart], ignore_index=True), datasets=["A", "B"]).verdict == NOT_RUN
 
 
 def test_dominance_pads_each_dataset_to_the_protocol_s_benchmark_settings():

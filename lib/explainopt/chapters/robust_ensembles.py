@@ -1220,7 +1220,8 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, per_dat
     (:func:`reachable_points`; the others lie left of every SAA curve, below its start, where no SAA point can
     dominate them), if those are at least half of all points even should every open point fall out of reach;
     *differs* where it fails on every point and, besides, fails even on those within reach or fewer than half
-    could be within reach should every open point fall in it (audit 44c T3: a narrower reading that excused most
+    could be within reach should every open point fall in it (once every cell of the protocol has run, each
+    open point stays on the side of reach its estimates put it) (audit 44c T3: a narrower reading that excused most
     of the evidence, or all of it, said *partly* or *not run*). Set apart, in no share but among all points:
     those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate
     by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1): the points on
@@ -1248,20 +1249,24 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, per_dat
     n = dict(points=len(status) + uncounted, open=uncounted + int((~settled).sum()), uncounted=uncounted,
              kept=int(naive_like.sum()), bench=len(bench), counted=len(status))
 
-    def decides(sub):       # the share of `sub`'s settled points across `share_needed`, every open point unknown
-        firm = sub[settled[sub.index]]
-        return None if sub.empty else count_decides(int(firm.sum()), n["open"],
-                                                    lambda k: k >= share_needed * (len(firm) + n["open"]) - 1e-9)
+    # once every cell of the protocol has run, the estimates are final: reach no longer moves (audit 45d F2)
+    done = (datasets is not None and uncounted == 0
+            and _protocol_done(points, set(points.loc[status.index, "dataset"]), simulations))
 
-    holds_all, holds_reach = decides(judged), decides(reach)
-    in_reach = int((within & settled).sum())                    # settled points within reach
-    most_in_reach = 2 * in_reach >= n["points"]                 # should every open point fall out of reach
-    few_in_reach = 2 * (in_reach + n["open"]) < n["points"]     # should every open point fall within it
+    def decides(sub, unknown):   # the share of `sub`'s settled points across `share_needed`, `unknown` points open
+        firm = sub[settled[sub.index]]
+        return None if sub.empty else count_decides(int(firm.sum()), unknown,
+                                                    lambda k: k >= share_needed * (len(firm) + unknown) - 1e-9)
+
+    holds_all = decides(judged, n["open"])
+    holds_reach = decides(reach, int((~settled[reach.index]).sum()) if done else n["open"])
+    in_reach = len(reach) if done else int((within & settled).sum())
+    most_in_reach = 2 * in_reach >= n["points"]                           # should every open point fall out of reach
+    few_in_reach = 2 * (in_reach + (0 if done else n["open"])) < n["points"]   # should every one fall within it
     partly = holds_all is False and holds_reach is True and most_in_reach
     holds = True if holds_all or partly else False if holds_all is False and (holds_reach is False or few_in_reach) \
         else None
-    final = (holds is None and uncounted == 0 and len(judged) > 0 and datasets is not None
-             and _protocol_done(points, set(points.loc[status.index, "dataset"]), simulations))
+    final = holds is None and done and len(judged) > 0
     shares = (f"{beside(float(judged.mean()), '.0%', share_needed)} of {len(judged)} benchmark "
               f"{'point' if len(judged) == 1 else 'points'} strictly dominated"
               + ("" if len(reach) == len(judged) else ", none within reach" if reach.empty else
@@ -1303,7 +1308,7 @@ WITHIN_REACH = ("farther than their dataset's nearest SAA point beyond the MILP'
 
 def _dominance_why(n, judged, settled, reach, *, level, share, simulations, readings) -> str:
     """:func:`claim_dominance`'s reason: what it counted (`n`), what is open, and which reading decided;
-    `simulations`: the protocol's, when every open point has them all."""
+    `simulations`: the protocol's, once every cell of it has run and the claim is still open."""
     holds, holds_all, holds_reach, few_in_reach = readings
     unsettled = len(judged) - int(settled.sum())
     why = [f"{n['counted']} of the {n['bench']} benchmark points (isolation forest, 1-LOF) computed "
@@ -1317,11 +1322,9 @@ def _dominance_why(n, judged, settled, reach, *, level, share, simulations, read
     still = (f"{n['open']} {'point' if n['open'] == 1 else 'points'} still open (on fewer counterfactuals, without SAA "
              "points of as many, not computed yet, or of a status not settled)")
     if simulations:
-        open_question = ("whether the points within reach are at least half of all points" if holds_all is False
-                         and holds_reach is True else "the share" + (" of the points within reach" if holds_all is False
-                                                                      else ""))
         why.append(f"every cell of the protocol's {simulations} simulations computed: the open points are near-ties "
-                   f"that no more cell can settle, and {open_question} is read neither way")
+                   "that no more cell can settle, and the share" + (" of the points within reach" if holds_all is False
+                                                                    else "") + " is read neither way")
     elif holds is None and holds_all is False and holds_reach is True:
         why.append(f"{still} decide{'s' if n['open'] == 1 else ''} whether the points within reach are at least "
                    f"half of all {n['points']} points")
