@@ -1220,9 +1220,9 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, per_dat
     (:func:`reachable_points`; the others lie left of every SAA curve, below its start, where no SAA point can
     dominate them), if those are at least half of all points even should every open point fall out of reach;
     *differs* where it fails on every point and, besides, fails even on those within reach or fewer than half
-    could be within reach should every open point fall in it (once every cell of the protocol has run, each
-    open point stays on the side of reach its estimates put it) (audit 44c T3: a narrower reading that excused most
-    of the evidence, or all of it, said *partly* or *not run*). Set apart, in no share but among all points:
+    could be within reach should every open point fall in it. Audit 44c T3: a narrower reading that excused most
+    of the evidence, or all of it, said *partly* or *not run*. Once every cell of the protocol has run, an open
+    point stays on the side of reach its estimates put it (audit 45d F2). Set apart, in no share but among all points:
     those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate
     by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1): the points on
     fewer counterfactuals, those of a dataset with an SAA point on fewer, each dataset's points not computed yet
@@ -1289,7 +1289,7 @@ def _protocol_done(points, datasets, simulations: int) -> bool:
     point found in fewer has no more cells to come (audit 45c F1, F7)."""
     if "simulations" not in points:
         return False
-    for name, group in points[points.dataset.isin(datasets)].groupby("dataset"):
+    for _, group in points[points.dataset.isin(datasets)].groupby("dataset"):
         for kind in (group.label.str.contains("SAA"), group.label.isin(BENCHMARKS)):
             if not kind.any() or group.loc[kind, "simulations"].max() < simulations:
                 return False
@@ -1633,7 +1633,8 @@ def claims(*, checks, table1, curves, points, times, correlation, table3, datase
         evolving_curves = pd.DataFrame(columns=["dataset", "label", "target", "high", "n"])
     return [claim_verified(checks), claim_naive_below_half(table1), claim_spambase_naive(table1),
             claim_direct_saa_targets(curves, datasets=datasets), claim_robust_saa_spambase(curves),
-            claim_sparse_adult(curves), claim_dominance(points, datasets=benchmark_datasets, per_dataset=benchmark_settings), claim_solve_time(times),
+            claim_sparse_adult(curves),
+            claim_dominance(points, datasets=benchmark_datasets, per_dataset=benchmark_settings), claim_solve_time(times),
             claim_benchmark_time(benchmark_times, datasets=benchmark_datasets, benchmarks=benchmarks),
             claim_importance(correlation, counterfactuals=importance_counterfactuals), claim_large_forests(table3), claim_evolving_direct(evolving_curves),
             claim_evolving_robust(evolving_curves)]
