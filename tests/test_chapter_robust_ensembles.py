@@ -1223,12 +1223,15 @@ def test_dominance_is_undecided_once_every_cell_of_the_protocol_has_run():
     floor.loc[21, "status_p"] = 0.5
     assert CH.claim_dominance(floor, datasets=["A"]).verdict == DIFFERS
     assert CH.claim_dominance(floor.assign(simulations=39), datasets=["A"]).verdict == NOT_RUN
+    half = _beside_one_saa_point(11, 10).assign(simulations=40)     # an open dominated point: 11 of 21 within reach
+    half.loc[11, "status_p"] = 0.5
+    assert CH.claim_dominance(half, datasets=["A"]).verdict == PARTLY
     # audit 45d P02, P03, P11: the cells of every dataset counted, benchmarks and SAA points alike
     assert CH.claim_dominance(points.drop(columns="simulations"), datasets=["A"]).verdict == NOT_RUN
     bench_short = points.copy()
     bench_short.loc[1:, "simulations"] = 39                              # the benchmark cell of one simulation missing
     assert CH.claim_dominance(bench_short, datasets=["A"]).verdict == NOT_RUN
-    apart = _beside_one_saa_point(2, 0).assign(dataset="B", keeps_naive=True, simulations=6)
+    apart = _beside_one_saa_point(10, 0).assign(dataset="B", keeps_naive=True, simulations=6)
     apart.loc[0, ["keeps_naive", "simulations"]] = [False, 40]         # B's SAA cells all run, its benchmarks not
     assert CH.claim_dominance(pd.concat([points, apart], ignore_index=True), datasets=["A", "B"]).verdict == NOT_RUN
 
