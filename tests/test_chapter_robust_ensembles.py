@@ -1309,8 +1309,8 @@ def test_dominance_needs_the_columns_benchmark_points_adds():
 
 
 def test_dominance_is_strict_and_needs_enough_counterfactuals():
-    assert CH.dominated_share(_points(0.1, 0.9)) == 0.0                 # a tie dominates nothing
-    assert CH.dominated_share(_points(0.1, 0.8)) == 0.0                 # equal distance: not strictly closer
+    assert CH.dominated_points(_points(0.1, 0.9)).mean() == 0.0                 # a tie dominates nothing
+    assert CH.dominated_points(_points(0.1, 0.8)).mean() == 0.0                 # equal distance: not strictly closer
     assert CH.claim_dominance(_points(0.1, 0.8)).verdict == DIFFERS     # and no SAA point could (audit 44c T3)
     assert CH.claim_dominance(_points(0.2, 0.8, n=5)).verdict == NOT_RUN
 
@@ -1514,9 +1514,9 @@ def test_dominance_reads_a_distance_tie_up_to_rounding_as_a_tie():
     point can dominate, and an SAA point 1e-16 closer with a higher validity does not dominate it strictly."""
     tie = _points(0.1 + 1.7e-16, 0.8)
     assert tie.distance[1] > tie.distance[0]                                 # farther, but only by rounding
-    assert CH.dominated_share(tie) == 0.0
-    assert CH.dominated_share(_points(0.1 * (1 + 5e-5), 0.8)) == 0.0         # within the MILP's gap: a tie too
-    assert CH.dominated_share(_points(0.1 * (1 + 2e-4), 0.8)) == 1.0         # beyond it: a real gap dominates
+    assert CH.dominated_points(tie).mean() == 0.0
+    assert CH.dominated_points(_points(0.1 * (1 + 5e-5), 0.8)).mean() == 0.0         # within the MILP's gap: a tie too
+    assert CH.dominated_points(_points(0.1 * (1 + 2e-4), 0.8)).mean() == 1.0         # beyond it: a real gap dominates
 
 
 def test_a_benchmark_time_ratio_compares_solves_of_one_machine_only():

@@ -953,13 +953,6 @@ def dominated_points(points, *, min_n: int = MIN_PER_POINT) -> pd.Series:
     return pd.concat(parts) if parts else pd.Series(dtype=bool)
 
 
-def dominated_share(points, *, dataset: str | None = None, min_n: int = MIN_PER_POINT) -> float:
-    """Share of plausibility-benchmark points (of at least `min_n` counterfactuals) strictly dominated by an SAA
-    point (:func:`dominated_points`); NaN without such benchmark points."""
-    dominated = dominated_points(points if dataset is None else points[points.dataset == dataset], min_n=min_n)
-    return float(dominated.mean()) if len(dominated) else float("nan")
-
-
 def status_p(frame, points, *, min_n: int = MIN_PER_POINT) -> np.ndarray:
     """Per point of `points` (the :func:`benchmark_points` of `frame`'s labelled rows): the p-value of the sign
     tests over simulations that settle the status :func:`dominated_points` gives it; NaN for a point it does not
@@ -1220,9 +1213,8 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, per_dat
     (:func:`reachable_points`; the others lie left of every SAA curve, below its start, where no SAA point can
     dominate them), if those are at least half of all points even should every open point fall out of reach;
     *differs* where it fails on every point and, besides, fails even on those within reach or fewer than half
-    could be within reach should every open point fall in it. Audit 44c T3: a narrower reading that excused most
-    of the evidence, or all of it, said *partly* or *not run*. Once every cell of the protocol has run, an open
-    point stays on the side of reach its estimates put it (audit 45d F2). Set apart, in no share but among all points:
+    could be within reach should every open point fall in it (audit 44c T3: a narrower reading that excused most
+    of the evidence, or all of it, said *partly* or *not run*). Set apart, in no share but among all points:
     those that keep naive's counterfactuals (``keeps_naive``, :func:`keeps_naive`), which no SAA point can dominate
     by construction (audit 40c H2). Open, in both readings and either side of reach (audit 45 F1): the points on
     fewer counterfactuals, those of a dataset with an SAA point on fewer, each dataset's points not computed yet
@@ -1230,8 +1222,8 @@ def claim_dominance(points, *, share_needed: float = 0.9, datasets=None, per_dat
     dataset of `datasets`, the protocol's: audit 28c D2, 45b F2, 45c F3), and the judged points whose status the
     sign tests over simulations do not settle at `level` (``status_p``, :func:`status_p`; audit 40c H1). Reach is
     read on the estimates, a tie in validity within it (audit 45 F2). Once every cell of the protocol has run
-    (:func:`_protocol_done`), the points still open are ties the sign tests cannot settle: *undecided* (audit 45b
-    F7). `points`: as :func:`benchmark_points` gives them."""
+    (:func:`_protocol_done`), an open point stays on the side of reach its estimates put it (audit 45d F2) and
+    is a tie the sign tests cannot settle: an open reading is *undecided* (audit 45b F7). `points`: as :func:`benchmark_points` gives them."""
     if len(points) and not {"keeps_naive", "status_p"} <= set(points):
         raise ValueError("claim_dominance needs the points' keeps_naive and status_p columns: "
                          "compute the points with benchmark_points")
