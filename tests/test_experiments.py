@@ -591,7 +591,10 @@ fill_isolated(pid_cell, [dict(x=x, folder={folder!r}) for x in range(2)], Result
 def pid_cell(x, folder):
     import os
 
-    (Path(folder) / f"pid-{x}").write_text(str(os.getpid()))
+    # written whole, then renamed: the test polls for pid-* and must never read a file still empty
+    written = Path(folder) / f".pid-{x}"
+    written.write_text(str(os.getpid()))
+    os.replace(written, Path(folder) / f"pid-{x}")
     time.sleep(60)
     return {"x": x}
 
