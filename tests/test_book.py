@@ -479,7 +479,8 @@ def test_the_cost_filter_takes_only_cells_known_to_be_short(monkeypatch, tmp_pat
     _stored_with_times(store, _replicate, {("a", 0): 10.0, ("a", 1): 30.0, ("b", 0): 900.0})
     _chapter(monkeypatch, store)
     grid = _Chapter.grids({})["first"]
-    assert book.cell_costs(grid, store) == [20.0] * 3 + [900.0] * 3  # the median of its configuration
+    own, borrowed = book.cost_estimates(grid, store)
+    assert own == [20.0] * 3 + [900.0] * 3 and borrowed == [None] * 6  # the median of its configuration
     plan = book.grid_plan("first", grid, store, max_cell_s=60)
     assert [grid.configs[i] for i in plan["todo"]] == [{"kind": "a", "index": 2}]
     assert (plan["too_long"], plan["unknown_left"], plan["hours"]) == (2, 0, pytest.approx(20 / 3600))
@@ -489,6 +490,38 @@ def test_the_cost_filter_takes_only_cells_known_to_be_short(monkeypatch, tmp_pat
     assert COMPUTED == [("a", 2)]
     book.fill("99", n_jobs=1, only=["first"])  # without the filter: the long ones too
     assert COMPUTED == [("a", 2), ("b", 1), ("b", 2)]
+
+
+def _sized(model: str, norm: str, rho: float, index: int) -> dict:
+    return {"model": model}
+
+
+def test_a_configuration_never_computed_borrows_its_cost_from_the_most_similar_ones_for_the_plan_only(tmp_path):
+    """Chapter 2's l2 forests had no stored cell, and the plan counted them at the grid's median (a second):
+    the cost now comes from the cells that share the longest leading part of ``cost_by``."""
+    from explainopt.experiments import ResultStore, compute_cell
+
+    store = ResultStore(tmp_path)
+    for (model, norm, rho), seconds in {("RF", "linf", 0.01): 100.0, ("RF", "linf", 0.05): 300.0,
+                                        ("RF", "l2", 0.01): 1000.0, ("LR", "linf", 0.01): 1.0}.items():
+        config = dict(model=model, norm=norm, rho=rho, index=0)
+        cell = compute_cell(_sized, config)
+        cell["provenance"]["wall_time_s"] = seconds
+        store.put(_sized, config, cell)
+    wanted = [("RF", "l2", 0.05), ("RF", "linf", 0.01), ("LR", "l2", 0.05), ("NN", "linf", 0.01)]
+    grid = book.Grid(_sized, [dict(model=m, norm=n, rho=r, index=1) for m, n, r in wanted],
+                     cost_by=("model", "norm", "rho"))
+    own, borrowed = book.cost_estimates(grid, store)
+    assert own == [None, 100.0, None, None]
+    assert borrowed == [1000.0, None, 1.0, None]  # RF l2 at the other radius; LR at the other norm; NN: none
+    assert book.cost_estimates(book.Grid(_sized, grid.configs), store)[1] == [None] * 4  # no cost_by: no guess
+    plan = book.grid_plan("g", grid, store)
+    assert (plan["borrowed"], plan["unknown"]) == (2, 1)
+    assert plan["hours"] == pytest.approx((1000 + 100 + 1 + 100) / 3600)  # the unknown one at the median own
+    filtered = book.grid_plan("g", grid, store, max_cell_s=10_000)
+    assert [grid.configs[i]["model"] for i in filtered["todo"]] == ["RF"] and filtered["unknown_left"] == 3
+    line = book.plan_text("99", [{**plan, "claims": []}]).splitlines()[1]
+    assert line.endswith("2 of them estimated from similar configurations, 1 of them at the grid's median")
 
 
 def test_the_plan_names_the_cells_their_core_hours_and_the_claims_they_decide(monkeypatch, tmp_path):

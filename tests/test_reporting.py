@@ -183,6 +183,8 @@ def test_a_table_view_is_short_and_formatted_and_its_full_table_is_a_csv_beside_
     assert "<td>—</td>" in table.html and "<td>1.00e-06</td>" in table.html and "<th>run</th>" in table.html
     two_levels, _ = table_view(frame.set_index("c0", append=True), "probe")
     assert "<th>run / c0</th>" in two_levels.html  # one header cell over the row labels, as in every row
+    assert table.markdown.splitlines()[0].startswith("| run |")  # the text fallback names them alike
+    assert two_levels.markdown.splitlines()[0].startswith("| run / c0 |")
     assert "the first 5 of 40 rows" in note.data and "4 of 12 columns" in note.data and "—: no value" in note.data
     assert "{download}`probe.csv <tables/probe.csv>`" in note.data
     with pytest.raises(ValueError, match="name="):

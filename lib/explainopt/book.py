@@ -650,18 +650,35 @@ def fill_order(grid: Grid, stored: set[int]) -> list[int]:
     return sorted(rounds, key=rounds.get)  # a stable sort: the grid's order within each round
 
 
-def cell_costs(grid: Grid, store) -> list[float | None]:
-    """Each cell's estimated compute time (seconds): the median stored wall time of its configuration's
-    cells (:func:`configuration`; current or stale cells alike, wherever computed), None where the store
-    holds no cell of that configuration (the cost is unknown)."""
-    times: dict[str, list[float]] = {}
+def cost_estimates(grid: Grid, store) -> tuple[list[float | None], list[float | None]]:
+    """Per cell of `grid`, two estimates of its compute time (seconds): its *own*, the median stored wall time
+    of its configuration's cells (:func:`configuration`; current or stale cells alike, wherever computed), and,
+    for a configuration with none, a *borrowed* one: the median over the stored cells that share its values of
+    the longest leading part of ``grid.cost_by`` that any stored cell shares (chapter 2: the same model, norm
+    and dataset at the other radius, else the same model and norm, else the same model). None where there is
+    no such cell."""
+    stored = []
     if isinstance(store, ResultStore):
-        for cell in store.all_cells(grid.func):
-            seconds = cell["provenance"].get("wall_time_s")
-            if seconds is not None:
-                times.setdefault(configuration(cell["provenance"]["config"]), []).append(seconds)
-    medians = {key: float(pd.Series(values).median()) for key, values in times.items()}
-    return [medians.get(configuration(c)) for c in grid.configs]
+        stored = [(cell["provenance"]["config"], cell["provenance"]["wall_time_s"]) for cell in store.all_cells(grid.func)
+                  if cell["provenance"].get("wall_time_s") is not None]
+
+    def median(values):
+        return float(pd.Series(values).median()) if values else None
+
+    times: dict[str, list[float]] = {}
+    for config, seconds in stored:
+        times.setdefault(configuration(config), []).append(seconds)
+    own = [median(times.get(configuration(c))) for c in grid.configs]
+
+    def borrowed(config):
+        for k in range(len(grid.cost_by) - 1, 0, -1):
+            keys = grid.cost_by[:k]
+            alike = [s for c, s in stored if all(c.get(key) == config.get(key) for key in keys)]
+            if alike:
+                return median(alike)
+        return None
+
+    return own, [borrowed(c) if o is None else None for c, o in zip(grid.configs, own)]
 
 
 def matches(config: dict, where: dict | None) -> bool:
@@ -671,23 +688,27 @@ def matches(config: dict, where: dict | None) -> bool:
 
 def grid_plan(name: str, grid: Grid, store, *, max_cell_s: float | None = None, where: dict | None = None) -> dict:
     """What :func:`fill` would compute of one grid: ``todo`` (indices, in :func:`fill_order`), ``first`` (those
-    of them that are a configuration's first cell, in the same order), ``hours`` (estimated core-hours: :func:`cell_costs`, a
-    cell of unknown cost counted at the grid's median estimate), ``unknown`` (cells of unknown cost among
-    `todo`), and the cells left out by the cost filter: ``too_long`` (estimated over `max_cell_s`) and
-    ``unknown_left`` (unknown cost: a filter takes only cells known to be short). `where`: only the cells
-    whose configuration :func:`matches` it (the others are neither computed nor counted as left out)."""
+    of them that are a configuration's first cell, in the same order), ``hours`` (estimated core-hours,
+    :func:`cost_estimates`: a cell's own estimate, else one borrowed from similar configurations, else the grid's
+    median own estimate), ``borrowed`` and ``unknown`` (the cells of `todo` counted at the second and at the
+    third), and the cells left out by the cost filter, which reads own estimates only (a borrowed one is a guess,
+    and a burst that guessed wrong waits on a long cell): ``too_long`` (estimated over `max_cell_s`) and
+    ``unknown_left`` (no own estimate). `where`: only the cells whose configuration :func:`matches` it (the
+    others are neither computed nor counted as left out)."""
     stored = {i for i, c in enumerate(grid.configs) if store.get(grid.func, c) is not None}
-    costs, rounds = cell_costs(grid, store), fill_rounds(grid, stored)
+    (own, borrowed), rounds = cost_estimates(grid, store), fill_rounds(grid, stored)
     order = [i for i in sorted(rounds, key=rounds.get) if matches(grid.configs[i], where)]
-    known = [s for s in costs if s is not None]
-    too_long = [i for i in order if max_cell_s is not None and costs[i] is not None and costs[i] > max_cell_s]
-    unknown_left = [i for i in order if max_cell_s is not None and costs[i] is None]
+    too_long = [i for i in order if max_cell_s is not None and own[i] is not None and own[i] > max_cell_s]
+    unknown_left = [i for i in order if max_cell_s is not None and own[i] is None]
     todo = [i for i in order if i not in set(too_long) | set(unknown_left)]
+    known = [s for s in own if s is not None]
     guess = float(pd.Series(known).median()) if known else None
-    unknown = sum(costs[i] is None for i in todo)
-    hours = None if unknown and guess is None else sum(guess if costs[i] is None else costs[i] for i in todo) / 3600
+    costs = [o if o is not None else b if b is not None else guess for o, b in zip(own, borrowed)]
+    unknown = sum(own[i] is None and borrowed[i] is None for i in todo)
+    hours = None if any(costs[i] is None for i in todo) else sum(costs[i] for i in todo) / 3600
     return {"grid": name, "cells": len(grid), "stored": len(stored), "todo": todo, "first": [i for i in todo if rounds[i] == 0],
-            "hours": hours, "unknown": unknown, "too_long": len(too_long), "unknown_left": len(unknown_left)}
+            "hours": hours, "borrowed": sum(own[i] is None and borrowed[i] is not None for i in todo),
+            "unknown": unknown, "too_long": len(too_long), "unknown_left": len(unknown_left)}
 
 
 def chosen_grids(chapter: str, grids: dict, only: list[str] | None) -> list[str]:
@@ -729,7 +750,8 @@ def plan_text(chapter: str, rows: list[dict], *, max_cell_s: float | None = None
             left.append(f"{r['unknown_left']} of unknown cost")
         lines.append(f"  {r['grid']}: {len(r['todo'])} to compute ({len(r['first'])} a configuration's first) of "
                      f"{r['cells']} ({r['stored']} stored), about {hours(r['hours'])} core-hours"
-                     + (f", {r['unknown']} of them estimated at the grid's median" if r["unknown"] and r["hours"] else "")
+                     + (f", {r['borrowed']} of them estimated from similar configurations" if r["borrowed"] else "")
+                     + (f", {r['unknown']} of them at the grid's median" if r["unknown"] and r["hours"] else "")
                      + (f"; left out: {', '.join(left)}" if left else ""))
         if r["todo"]:
             lines += [f"      decides: {c}" for c in r["claims"]]
@@ -747,7 +769,7 @@ def fill(chapter: str, scale: str = "paper", *, budget=None, n_jobs: int = -1, s
     cell, grid after grid in the chapter's order, then the other cells, grid after grid, in round-robin over
     the configurations (:func:`fill_order`). Two passes, not one per round: each pass of a grid ends when its
     slowest cell does, and its other workers wait. `max_cell_s`: only cells estimated to take at most this
-    long (:func:`cell_costs`; a cell of a configuration with no stored cell has no estimate and is left out);
+    long (its configuration's stored cells, :func:`cost_estimates`; a configuration with none is left out);
     `where`: only cells whose configuration has these values (:func:`matches`, e.g. ``{"norm": "l2"}``).
     Each grid is read again before each of its passes: a grid may depend on an earlier one's cells (chapter 4 draws
     its factuals with its stored networks). `isolate`: with n_jobs=1, each cell in a worker process

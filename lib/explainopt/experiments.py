@@ -851,11 +851,14 @@ def _executor(n_jobs: int, scheduler: str | None):
 @dataclass
 class Grid:
     """A chapter's grid: the cell function, its configurations and the order in which a budgeted run
-    computes them (indices into `configs`, most informative first; None: as listed)."""
+    computes them (indices into `configs`, most informative first; None: as listed). `cost_by`: the
+    configuration keys that move a cell's cost, the most first; a configuration with no stored cell is
+    estimated from those that share the most of them (``explainopt.book.cost_estimates``)."""
 
     func: Callable
     configs: list[dict]
     order: list[int] | None = None
+    cost_by: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.configs)

@@ -472,7 +472,7 @@ def table_view(frame: pd.DataFrame, name: str, *, rows: int = 15, columns: int =
     shown = "Shown: " + "; ".join(notes) + ". " if notes else ""
     link = f"{{download}}`{name}.csv <tables/{name}.csv>`" if folder == tables_dir() else f"`{folder / name}.csv`"
     note = Markdown(f"*{shown}The full table: {link}.*")
-    return Rendered(table, markdown_table(text.reset_index() if index else text)), note
+    return Rendered(table, markdown_table(text.reset_index(names=labels, allow_duplicates=True) if index else text)), note
 
 
 def _breakable(text: str) -> str:

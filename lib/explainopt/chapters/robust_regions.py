@@ -294,7 +294,8 @@ def grids(S: dict, *, seed: int = 0, solver: str | None = "auto", n_samples: int
             "region_path": Grid(path_region, path, order=list(range(len(path)))),
             "figure7": Grid(region_instance, figure7, order=list(range(len(figure7)))),
             "table3": Grid(baseline_instance, table3, order=_instance_major(table3, rank)),
-            "regions": Grid(region_instance, regions, order=_instance_major(regions, rank))}
+            "regions": Grid(region_instance, regions, order=_instance_major(regions, rank),
+                            cost_by=("model", "norm", "dataset", "rho"))}
 
 
 #: The decision trees of Figures 2 and 6 (depth 3, and the overfitted depth 10).
