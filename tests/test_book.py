@@ -790,7 +790,7 @@ def test_a_claim_with_a_pipe_is_one_row_of_the_status_page(monkeypatch, tmp_path
                                        {"scale": scale}, folder=tmp_path / "results" / scale)
     page = book.write_status_page(tmp_path).read_text(encoding="utf-8")
     rows = [r for r in _table_rows(page) if r[0] == "01" and r[1].replace("\\", "") == "01-on-constraint"]
-    assert rows and all(len(r) == 5 for r in _table_rows(page))  # the claim's id leads to its row and code
+    assert rows and all(len(r) == 5 for r in rows)  # the claim's id leads to its row and code, in five cells
     assert rows[0][2].replace("\\", "") == text and rows[0][3:] == ["reproduced", "reproduced"]
 
 
@@ -842,6 +842,23 @@ def test_the_run_records_the_grid_cells_compute_time_from_their_provenance(monke
     stored = sum(c["provenance"]["wall_time_s"] for c in store.cells(_stored))
     assert run.provenance()["compute_time_s"] == pytest.approx(stored) and stored > 0
     assert book.ChapterRun("99", {"scale": "smoke"}).provenance()["compute_time_s"] is None  # no grid: not known
+
+
+def test_a_paper_run_estimates_the_compute_time_of_the_cells_it_misses(monkeypatch, tmp_path):
+    """The status page's *still to compute*: each missing cell at its configuration's median stored time."""
+    from explainopt.experiments import ResultStore
+
+    store = ResultStore(tmp_path / "99")
+    _stored_with_times(store, _replicate, {("a", 0): 10.0, ("a", 1): 30.0, ("b", 0): 900.0})
+    monkeypatch.setattr(book, "chapter_cache", lambda chapter, scale: store)
+    COMPUTED.clear()
+    run = book.ChapterRun("99", {"scale": "paper"})
+    run.grid(_replicates(_replicate, "ab"))  # a2 missing at 20 s, b1 and b2 at 900 s each
+    assert run.provenance()["cells"] == {"total": 6, "computed": 3}
+    assert run.provenance()["to_compute_s"] == pytest.approx(20 + 2 * 900)
+    run.grid(_replicates(_other, "a"))  # a grid with no stored cell: its cost is unknown
+    assert run.provenance()["to_compute_s"] is None
+    assert COMPUTED == []  # the paper scale renders from the store, computing nothing
 
 
 def test_the_summary_box_reads_the_committed_results(monkeypatch, tmp_path):

@@ -67,6 +67,13 @@ def test_status_shows_the_cells_compute_time_and_flags_a_partial_grid(tmp_path):
                           "wall_time_s": 3.4}, folder=tmp_path)
     row = status_table(tmp_path).iloc[0]
     assert row["grid"] == "1 840 of 4 320 cells (partial grid)" and row["compute time"] == "1.5 h"
+    assert row["still to compute"] == ""  # saved before the estimate was recorded
+    for to_compute, cells, shown in ((7200, {"computed": 1, "total": 2}, "about 2.0 h"),
+                                     (None, {"computed": 1, "total": 2}, "unknown"),
+                                     (0.0, {"computed": 2, "total": 2}, "none")):
+        save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)],
+                             {"scale": "paper", "cells": cells, "to_compute_s": to_compute}, folder=tmp_path)
+        assert status_table(tmp_path).iloc[0]["still to compute"] == shown
     assert row["verdicts"] == "1 of 1 decided reproduced, 0 partly, 0 differ; all 1 run"
 
 

@@ -97,6 +97,7 @@ class ChapterRun:
     fallbacks: Counter = field(default_factory=Counter)
     cells: Counter = field(default_factory=Counter)  # "total", "computed" over the grids run
     compute_s: float = 0.0  # the grid cells' own compute times, from their provenance
+    to_compute_s: float | None = 0.0  # the missing cells' estimated compute times (None: some cannot be estimated)
 
     @property
     def scale(self) -> str:
@@ -108,8 +109,9 @@ class ChapterRun:
         Below the paper scale missing and stale cells are computed (at the book scale into the committed
         store ``results/book/NN``, so a render computes only what the store lacks); at the paper scale the
         chapter renders from the results store and missing cells come back as None (``python -m
-        explainopt.book run --budget`` computes them). Records the solvers the results name, how many cells were available and how long
-        they took to compute (:func:`compute_time`).
+        explainopt.book run --budget`` computes them). Records the solvers the results name, how many cells were
+        available, how long they took to compute (:func:`compute_time`) and how long the missing ones are
+        estimated to take (:func:`estimated_costs`).
         """
         cache = chapter_cache(self.chapter, self.scale)
         missing = "skip" if self.scale == "paper" else "compute"
@@ -117,6 +119,10 @@ class ChapterRun:
         self.cells["total"] += len(results)
         self.cells["computed"] += sum(r is not None for r in results)
         self.compute_s += compute_time(cache, grid)
+        if any(r is None for r in results) and self.to_compute_s is not None:
+            costs = estimated_costs(*cost_estimates(grid, cache))
+            left = [c for c, r in zip(costs, results) if r is None]
+            self.to_compute_s = None if None in left else self.to_compute_s + sum(left)
         self.record([r for r in results if isinstance(r, dict)])
         return results
 
@@ -167,6 +173,7 @@ class ChapterRun:
             "fallbacks": dict(self.fallbacks),
             "cells": dict(self.cells),
             "compute_time_s": self.compute_s if self.cells["total"] else None,
+            "to_compute_s": self.to_compute_s if self.cells["total"] else None,
             "wall_time_s": time.perf_counter() - self.started,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
@@ -459,7 +466,11 @@ STATUS_INTRO = (
     "verdicts rest on; a *partial grid* misses cells, and its verdicts may still change. *Compute time* is the "
     "sum of the grid cells' own compute times, each recorded in the cell's provenance when it was computed; "
     "*not recorded* where the results were saved before it was recorded (the time to render a chapter, at the "
-    "paper scale from the store, is not a compute time and is not shown).\n")
+    "paper scale from the store, is not a compute time and is not shown). *Still to compute* estimates the "
+    "compute time of the missing cells, one core each: a cell at the median of its configuration's stored cells, "
+    "else at that of the most similar configurations' (chapter 2's regions: the same model, norm and dataset at "
+    "the other radius, else the same model and norm, else the same model), else at the grid's median; "
+    "*unknown* where a grid has no stored cell to go by.\n")
 
 
 def status_folders(output_dir: Path) -> dict[str, Path]:
@@ -686,6 +697,14 @@ def matches(config: dict, where: dict | None) -> bool:
     return not where or all(config.get(key) == value for key, value in where.items())
 
 
+def estimated_costs(own: list, borrowed: list) -> list[float | None]:
+    """Each cell's estimated compute time (seconds) from :func:`cost_estimates`: its own, else its borrowed one,
+    else the grid's median own estimate (None where the grid has none: the store holds none of its cells)."""
+    known = [s for s in own if s is not None]
+    guess = float(pd.Series(known).median()) if known else None
+    return [o if o is not None else b if b is not None else guess for o, b in zip(own, borrowed)]
+
+
 def grid_plan(name: str, grid: Grid, store, *, max_cell_s: float | None = None, where: dict | None = None) -> dict:
     """What :func:`fill` would compute of one grid: ``todo`` (indices, in :func:`fill_order`), ``first`` (those
     of them that are a configuration's first cell, in the same order), ``hours`` (estimated core-hours,
@@ -701,9 +720,7 @@ def grid_plan(name: str, grid: Grid, store, *, max_cell_s: float | None = None, 
     too_long = [i for i in order if max_cell_s is not None and own[i] is not None and own[i] > max_cell_s]
     unknown_left = [i for i in order if max_cell_s is not None and own[i] is None]
     todo = [i for i in order if i not in set(too_long) | set(unknown_left)]
-    known = [s for s in own if s is not None]
-    guess = float(pd.Series(known).median()) if known else None
-    costs = [o if o is not None else b if b is not None else guess for o, b in zip(own, borrowed)]
+    costs = estimated_costs(own, borrowed)
     unknown = sum(own[i] is None and borrowed[i] is None for i in todo)
     hours = None if any(costs[i] is None for i in todo) else sum(costs[i] for i in todo) / 3600
     return {"grid": name, "cells": len(grid), "stored": len(stored), "todo": todo, "first": [i for i in todo if rounds[i] == 0],

@@ -196,6 +196,16 @@ def compute_time_text(provenance: dict) -> str:
     return "not recorded" if seconds is None else duration_text(seconds)
 
 
+def to_compute_text(provenance: dict) -> str:
+    """The estimated compute time of the cells a run's grids miss (``to_compute_s``, one core each): "none" on
+    a whole grid, "unknown" where some cannot be estimated, "" where the results do not say."""
+    cells = provenance.get("cells")
+    if not is_partial(cells):
+        return "none" if cells and cells.get("total") else ""
+    seconds = provenance.get("to_compute_s", "absent")
+    return "" if seconds == "absent" else "unknown" if seconds is None else "about " + duration_text(seconds)
+
+
 def scale_text(data: dict | None) -> str:
     """A chapter's verdicts at one scale with the grid they rest on (partial grids flagged)."""
     if data is None:
@@ -208,14 +218,15 @@ def _status_row(chapter: str, data: dict) -> dict:
     prov = data["provenance"]
     return {"chapter": chapter, "verdicts": verdicts_text(_verdicts(data)),
             "grid": grid_text(prov.get("cells")) or "no grid", "compute time": compute_time_text(prov),
-            "solvers": prov.get("solvers") or ""}
+            "still to compute": to_compute_text(prov), "solvers": prov.get("solvers") or ""}
 
 
 def status_table(folder: Path | None = None) -> pd.DataFrame:
     """One row per chapter saved in `folder` (default :func:`results_dir`): its verdicts with their
-    denominators, the grid coverage (partial grids flagged), the grid cells' compute time and the solvers."""
+    denominators, the grid coverage (partial grids flagged), the grid cells' compute time, the estimated compute
+    time of the cells still missing and the solvers."""
     rows = [_status_row(chapter, data) for chapter, data in _chapter_results(folder or results_dir()).items()]
-    return pd.DataFrame(rows, columns=["chapter", "verdicts", "grid", "compute time", "solvers"])
+    return pd.DataFrame(rows, columns=["chapter", "verdicts", "grid", "compute time", "still to compute", "solvers"])
 
 
 def _all_chapters_text(results: dict[str, dict]) -> str:
