@@ -665,9 +665,7 @@ def cost_estimates(grid: Grid, store) -> tuple[list[float | None], list[float | 
     """Per cell of `grid`, two estimates of its compute time (seconds): its *own*, the median stored wall time
     of its configuration's cells (:func:`configuration`; current or stale cells alike, wherever computed), and,
     for a configuration with none, a *borrowed* one: the median over the stored cells that share its values of
-    the longest leading part of ``grid.cost_by`` that any stored cell shares (chapter 2: the same model, norm
-    and dataset at the other radius, else the same model and norm, else the same model). None where there is
-    no such cell."""
+    the longest leading part of ``grid.cost_by`` that any stored cell shares. None where there is no such cell."""
     stored = []
     if isinstance(store, ResultStore):
         stored = [(cell["provenance"]["config"], cell["provenance"]["wall_time_s"]) for cell in store.all_cells(grid.func)
@@ -682,7 +680,7 @@ def cost_estimates(grid: Grid, store) -> tuple[list[float | None], list[float | 
     own = [median(times.get(configuration(c))) for c in grid.configs]
 
     def borrowed(config):
-        for k in range(len(grid.cost_by) - 1, 0, -1):
+        for k in range(len(grid.cost_by), 0, -1):
             keys = grid.cost_by[:k]
             alike = [s for c, s in stored if all(c.get(key) == config.get(key) for key in keys)]
             if alike:
