@@ -448,7 +448,8 @@ def write_verdict_totals(output_dir: Path) -> Path:
     page.write_text(
         "The verdicts committed with the book, counted by scale (the {doc}`/book/chapters/status` page has "
         "them claim by claim). A *partial grid* is one whose cells are not all computed yet: its verdicts "
-        "rest on the cells computed so far.\n\n" + reporting.markdown_table(table, raw=("chapter",)) + "\n",
+        "rest on the cells computed so far; *still to compute* estimates, in core time, what the missing cells "
+        "would take (the status page says how).\n\n" + reporting.markdown_table(table, raw=("chapter",)) + "\n",
         encoding="utf-8")
     return page
 

@@ -234,7 +234,10 @@ def _all_chapters_text(results: dict[str, dict]) -> str:
     if not results:
         return "no verdicts committed"
     partial = [chapter for chapter, data in results.items() if is_partial(data["provenance"].get("cells"))]
-    flag = f"; on a partial grid: chapters {', '.join(partial)}" if partial else ""
+    left = [results[chapter]["provenance"].get("to_compute_s", "absent") for chapter in partial]
+    still = ("" if "absent" in left or not left else " (still to compute: unknown)" if None in left
+             else f" (still to compute: about {duration_text(sum(left))})")
+    flag = f"; on a partial grid: chapters {', '.join(partial)}{still}" if partial else ""
     return verdicts_text(v for data in results.values() for v in _verdicts(data)) + flag
 
 
