@@ -154,6 +154,29 @@ def test_grids_name_the_solver_asked_for_and_draw_the_factuals_with_the_seed():
     assert CH.rows([None, {"a": 1}]) == [{"a": 1}] and CH.frame_of([None]).empty
 
 
+def test_a_region_configuration_never_computed_borrows_its_cost_from_its_twin_at_the_other_norm(tmp_path):
+    """The radius moves a region's cost most (the large ensembles reach the time limit at ρ = 0.05 and take
+    seconds at 0.01), the norm least: the plan prices a missing l2 configuration at its l-inf twin's cost."""
+    from explainopt.book import cost_estimates
+
+    grid, store = CH.grids(CH.SCALES["paper"])["regions"], ResultStore(tmp_path)
+
+    def config(dataset, norm, rho, k=0):
+        return [c for c in grid.configs if (c["model"], c["dataset"], c["norm"], c["rho"]) ==
+                ("GBM100", dataset, norm, rho)][k]
+
+    for (dataset, rho), seconds in {("diabetes", 0.05): 1000.0, ("diabetes", 0.01): 5.0,
+                                    ("banknote", 0.05): 100.0}.items():
+        store.put(CH.region_instance, config(dataset, "linf", rho),
+                  {"result": {}, "provenance": {"config": config(dataset, "linf", rho), "wall_time_s": seconds}})
+    own, borrowed = cost_estimates(grid, store)
+    price = {grid.configs.index(config(d, n, r, k=1)): (d, n, r) for d, n, r in [
+        ("diabetes", "l2", 0.05), ("diabetes", "l2", 0.01), ("ionosphere", "l2", 0.05), ("diabetes", "linf", 0.05)]}
+    assert {price[i]: (own[i], borrowed[i]) for i in price} == {
+        ("diabetes", "l2", 0.05): (None, 1000.0), ("diabetes", "l2", 0.01): (None, 5.0),
+        ("ionosphere", "l2", 0.05): (None, 550.0), ("diabetes", "linf", 0.05): (1000.0, None)}
+
+
 def _pair(exact: float, heuristic: float, **fields) -> tuple[dict, dict]:
     row = _row(distance=exact, time=1.0, **fields)
     keys = {k: row[k] for k in CH.KEYS}

@@ -469,8 +469,8 @@ STATUS_INTRO = (
     "*not recorded* where the results were saved before it was recorded (the time to render a chapter, at the "
     "paper scale from the store, is not a compute time and is not shown). *Still to compute* estimates the "
     "compute time of the missing cells, one core each: a cell at the median of its configuration's stored cells, "
-    "else at that of the most similar configurations' (chapter 2's regions: the same model, norm and dataset at "
-    "the other radius, else the same model and norm, else the same model), else at the grid's median; "
+    "else at that of the most similar configurations' (chapter 2's regions: the same model, radius and dataset at "
+    "the other norm, else the same model and radius, else the same model), else at the grid's median; "
     "*unknown* where a grid has no stored cell to go by.\n")
 
 
