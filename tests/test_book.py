@@ -862,8 +862,17 @@ def test_a_paper_run_estimates_the_compute_time_of_the_cells_it_misses(monkeypat
     run.grid(_replicates(_replicate, "ab"))  # a2 missing at 20 s, b1 and b2 at 900 s each
     assert run.provenance()["cells"] == {"total": 6, "computed": 3}
     assert run.provenance()["to_compute_s"] == pytest.approx(20 + 2 * 900)
+    assert run.provenance()["to_compute_borrowed_s"] == 0  # every missing cell priced by its own configuration
+    rf = dict(model="RF", norm="linf", rho=0.05, index=1)
+    cell = book.experiments.compute_cell(_sized, rf)
+    cell["provenance"]["wall_time_s"] = 5.0
+    store.put(_sized, rf, cell)
+    run.grid(book.Grid(_sized, [dict(rf, model=m, index=0) for m in ("RF", "LR")], cost_by=("model",)))
+    # RF at its own configuration's 5 s; LR, of which nothing is stored, at the grid's median (5 s): borrowed
+    assert run.provenance()["to_compute_s"] == pytest.approx(20 + 2 * 900 + 5 + 5)
+    assert run.provenance()["to_compute_borrowed_s"] == pytest.approx(5)
     run.grid(_replicates(_other, "a"))  # a grid with no stored cell: its cost is unknown
-    assert run.provenance()["to_compute_s"] is None
+    assert run.provenance()["to_compute_s"] is None and run.provenance()["to_compute_borrowed_s"] is None
     assert COMPUTED == []  # the paper scale renders from the store, computing nothing
 
 

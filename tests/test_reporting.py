@@ -74,6 +74,10 @@ def test_status_shows_the_cells_compute_time_and_flags_a_partial_grid(tmp_path):
         save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)],
                              {"scale": "paper", "cells": cells, "to_compute_s": to_compute}, folder=tmp_path)
         assert status_table(tmp_path).iloc[0]["still to compute"] == shown
+    save_chapter_results("02", [claim("a", paper=1, ours=1, holds=True)],
+                         {"scale": "paper", "cells": {"computed": 1, "total": 2}, "to_compute_s": 10800,
+                          "to_compute_borrowed_s": 3600}, folder=tmp_path)
+    assert status_table(tmp_path).iloc[0]["still to compute"] == "about 3.0 h, 1.0 h of it borrowed"
     assert row["verdicts"] == "1 of 1 decided reproduced, 0 partly, 0 differ; all 1 run"
 
 

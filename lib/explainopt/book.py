@@ -98,6 +98,7 @@ class ChapterRun:
     cells: Counter = field(default_factory=Counter)  # "total", "computed" over the grids run
     compute_s: float = 0.0  # the grid cells' own compute times, from their provenance
     to_compute_s: float | None = 0.0  # the missing cells' estimated compute times (None: some cannot be estimated)
+    to_compute_borrowed_s: float = 0.0  # the part of it priced from other configurations (none stored of their own)
 
     @property
     def scale(self) -> str:
@@ -111,7 +112,7 @@ class ChapterRun:
         chapter renders from the results store and missing cells come back as None (``python -m
         explainopt.book run --budget`` computes them). Records the solvers the results name, how many cells were
         available, how long they took to compute (:func:`compute_time`) and how long the missing ones are
-        estimated to take (:func:`estimated_costs`).
+        estimated to take (:func:`estimated_costs`), apart the part priced from other configurations.
         """
         cache = chapter_cache(self.chapter, self.scale)
         missing = "skip" if self.scale == "paper" else "compute"
@@ -120,9 +121,12 @@ class ChapterRun:
         self.cells["computed"] += sum(r is not None for r in results)
         self.compute_s += compute_time(cache, grid)
         if any(r is None for r in results) and self.to_compute_s is not None:
-            costs = estimated_costs(*cost_estimates(grid, cache))
+            own, borrowed = cost_estimates(grid, cache)
+            costs = estimated_costs(own, borrowed)
             left = [c for c, r in zip(costs, results) if r is None]
             self.to_compute_s = None if None in left else self.to_compute_s + sum(left)
+            if self.to_compute_s is not None:
+                self.to_compute_borrowed_s += sum(c for c, o, r in zip(costs, own, results) if r is None and o is None)
         self.record([r for r in results if isinstance(r, dict)])
         return results
 
@@ -174,6 +178,7 @@ class ChapterRun:
             "cells": dict(self.cells),
             "compute_time_s": self.compute_s if self.cells["total"] else None,
             "to_compute_s": self.to_compute_s if self.cells["total"] else None,
+            "to_compute_borrowed_s": self.to_compute_borrowed_s if self.to_compute_s and self.cells["total"] else None,
             "wall_time_s": time.perf_counter() - self.started,
             "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "versions": versions(),
@@ -471,6 +476,7 @@ STATUS_INTRO = (
     "compute time of the missing cells, one core each: a cell at the median of its configuration's stored cells, "
     "else at that of the most similar configurations' (chapter 2's regions: the same model, radius and dataset at "
     "the other norm, else the same model and radius, else the same model), else at the grid's median; "
+    "*borrowed* is the part priced from other configurations, a guess that their own first cells correct; "
     "*unknown* where a grid has no stored cell to go by.\n")
 
 

@@ -197,13 +197,17 @@ def compute_time_text(provenance: dict) -> str:
 
 
 def to_compute_text(provenance: dict) -> str:
-    """The estimated compute time of the cells a run's grids miss (``to_compute_s``, one core each): "none" on
-    a whole grid, "unknown" where some cannot be estimated, "" where the results do not say."""
+    """The estimated compute time of the cells a run's grids miss (``to_compute_s``, one core each), with the
+    part priced from other configurations (``to_compute_borrowed_s``): "about 3.0 h, 1.0 h of it borrowed";
+    "none" on a whole grid, "unknown" where some cannot be estimated, "" where the results do not say."""
     cells = provenance.get("cells")
     if not is_partial(cells):
         return "none" if cells and cells.get("total") else ""
     seconds = provenance.get("to_compute_s", "absent")
-    return "" if seconds == "absent" else "unknown" if seconds is None else "about " + duration_text(seconds)
+    if seconds == "absent" or seconds is None:
+        return "" if seconds == "absent" else "unknown"
+    borrowed = provenance.get("to_compute_borrowed_s")
+    return "about " + duration_text(seconds) + (f", {duration_text(borrowed)} of it borrowed" if borrowed else "")
 
 
 def scale_text(data: dict | None) -> str:
