@@ -810,12 +810,13 @@ def test_the_landing_page_includes_the_totals_computed_from_the_committed_result
                        "2 of 2 decided reproduced, 0 partly, 0 differ; 2 of 4 not run; on a partial grid: chapters 06"]
     assert rows[1][0] == "{doc}`/book/chapters/01_optimizing_explanations`" and "on 4 of 4 cells" in rows[1][2]
     assert rows[2][2].endswith("on 10 of 240 cells (partial grid)") and len(rows) == 3
-    for chapter, to_compute in (("06", 7200.0), ("02", 1800.0)):  # the estimate, once each partial grid has one
+    for chapter, to_compute, borrowed in (("06", 7200.0, 0.0), ("02", 1800.0, 900.0)):  # once each grid has one
         reporting.save_chapter_results(chapter, claims, {"scale": "paper", "cells": {"computed": 1, "total": 2},
-                                                         "to_compute_s": to_compute}, folder=tmp_path / "results" / "paper")
+                                                         "to_compute_s": to_compute, "to_compute_borrowed_s": borrowed},
+                                       folder=tmp_path / "results" / "paper")
     book.write_pages(tmp_path)
     rows = _table_rows((tmp_path / "verdict_totals.md").read_text(encoding="utf-8"))
-    assert rows[0][2].endswith("on a partial grid: chapters 02, 06 (still to compute: about 2.5 h)")
+    assert rows[0][2].endswith("on a partial grid: chapters 02, 06 (still to compute: about 2.5 h, 15 min of it borrowed)")
     assert "{include} chapters/verdict_totals.md" in (ROOT / "book" / "intro.md").read_text()
 
 

@@ -203,10 +203,13 @@ def to_compute_text(provenance: dict) -> str:
     cells = provenance.get("cells")
     if not is_partial(cells):
         return "none" if cells and cells.get("total") else ""
-    seconds = provenance.get("to_compute_s", "absent")
+    return estimate_text(provenance.get("to_compute_s", "absent"), provenance.get("to_compute_borrowed_s"))
+
+
+def estimate_text(seconds, borrowed: float | None = None) -> str:
+    """"about 3.0 h, 1.0 h of it borrowed" ("" for "absent", "unknown" for None)."""
     if seconds == "absent" or seconds is None:
         return "" if seconds == "absent" else "unknown"
-    borrowed = provenance.get("to_compute_borrowed_s")
     return "about " + duration_text(seconds) + (f", {duration_text(borrowed)} of it borrowed" if borrowed else "")
 
 
@@ -238,9 +241,11 @@ def _all_chapters_text(results: dict[str, dict]) -> str:
     if not results:
         return "no verdicts committed"
     partial = [chapter for chapter, data in results.items() if is_partial(data["provenance"].get("cells"))]
-    left = [results[chapter]["provenance"].get("to_compute_s", "absent") for chapter in partial]
-    still = ("" if "absent" in left or not left else " (still to compute: unknown)" if None in left
-             else f" (still to compute: about {duration_text(sum(left))})")
+    provenances = [results[chapter]["provenance"] for chapter in partial]
+    left = [p.get("to_compute_s", "absent") for p in provenances]
+    total = "absent" if "absent" in left or not left else None if None in left else sum(left)
+    borrowed = sum(p.get("to_compute_borrowed_s") or 0 for p in provenances)
+    still = f" (still to compute: {estimate_text(total, borrowed)})" if total != "absent" else ""
     flag = f"; on a partial grid: chapters {', '.join(partial)}{still}" if partial else ""
     return verdicts_text(v for data in results.values() for v in _verdicts(data)) + flag
 
