@@ -673,28 +673,34 @@ def cost_estimates(grid: Grid, store) -> tuple[list[float | None], list[float | 
     of its configuration's cells (:func:`configuration`; current or stale cells alike, wherever computed), and,
     for a configuration with none, a *borrowed* one: the median over the stored cells that share its values of
     the longest leading part of ``grid.cost_by`` that any stored cell shares. None where there is no such cell."""
-    stored = []
-    if isinstance(store, ResultStore):
-        stored = [(cell["provenance"]["config"], cell["provenance"]["wall_time_s"]) for cell in store.all_cells(grid.func)
-                  if cell["provenance"].get("wall_time_s") is not None]
-
-    def median(values):
-        return float(pd.Series(values).median()) if values else None
-
+    stored = stored_times(grid, store)
     times: dict[str, list[float]] = {}
     for config, seconds in stored:
         times.setdefault(configuration(config), []).append(seconds)
-    own = [median(times.get(configuration(c))) for c in grid.configs]
+    own = [_median(times.get(configuration(c))) for c in grid.configs]
+    return own, [borrowed_cost(c, stored, grid.cost_by) if o is None else None for c, o in zip(grid.configs, own)]
 
-    def borrowed(config):
-        for k in range(len(grid.cost_by), 0, -1):
-            keys = grid.cost_by[:k]
-            alike = [s for c, s in stored if all(c.get(key) == config.get(key) for key in keys)]
-            if alike:
-                return median(alike)
-        return None
 
-    return own, [borrowed(c) if o is None else None for c, o in zip(grid.configs, own)]
+def stored_times(grid: Grid, store) -> list[tuple[dict, float]]:
+    """(config, wall time in seconds) of every cell of `grid`'s function in `store` that recorded one."""
+    if not isinstance(store, ResultStore):
+        return []
+    return [(cell["provenance"]["config"], cell["provenance"]["wall_time_s"]) for cell in store.all_cells(grid.func)
+            if cell["provenance"].get("wall_time_s") is not None]
+
+
+def borrowed_cost(config: dict, stored: list[tuple[dict, float]], cost_by: tuple[str, ...]) -> float | None:
+    """The median wall time of the `stored` (config, seconds) that share `config`'s values of the longest
+    leading part of `cost_by` any of them shares; None where none shares even the first key."""
+    for k in range(len(cost_by), 0, -1):
+        alike = [s for c, s in stored if all(c.get(key) == config.get(key) for key in cost_by[:k])]
+        if alike:
+            return _median(alike)
+    return None
+
+
+def _median(values) -> float | None:
+    return float(pd.Series(values).median()) if values else None
 
 
 def matches(config: dict, where: dict | None) -> bool:
