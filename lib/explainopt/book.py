@@ -112,7 +112,7 @@ class ChapterRun:
         chapter renders from the results store and missing cells come back as None (``python -m
         explainopt.book run --budget`` computes them). Records the solvers the results name, how many cells were
         available, how long they took to compute (:func:`compute_time`) and how long the missing ones are
-        estimated to take (:func:`estimated_costs`), apart the part priced from other configurations.
+        estimated to take (:func:`estimated_costs`) and, of that, the part priced from other configurations.
         """
         cache = chapter_cache(self.chapter, self.scale)
         missing = "skip" if self.scale == "paper" else "compute"
