@@ -888,6 +888,31 @@ def test_the_summary_box_reads_the_committed_results(monkeypatch, tmp_path):
     assert "1 of 2 cells (partial grid)" in page and "book/04.json is missing" in page
 
 
+def test_the_summary_box_shows_the_verdicts_its_own_run_committed(monkeypatch, tmp_path):
+    from explainopt import reporting
+
+    monkeypatch.setattr(book, "RESULTS", tmp_path / "results")
+    save = lambda ours: reporting.save_chapter_results(  # noqa: E731
+        "03", [reporting.claim("a", paper=1, ours=ours, holds=True)], {"scale": "paper"},
+        folder=tmp_path / "results" / "paper")
+    save("before the run")
+    cell = nbformat.v4.new_code_cell('from explainopt.book import verdict_summary\n\nverdict_summary("03")')
+    box = book.verdict_summary("03")
+    cell.outputs = [nbformat.v4.new_output("execute_result", {"text/html": box.html, "text/markdown": box.markdown},
+                                           execution_count=1)]
+    other = nbformat.v4.new_code_cell("1 + 1")
+    other.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=2)]
+    path = tmp_path / "03_x.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell, other]), path)
+    save("committed at the run's end")  # the chapter's last cell commits after its box was shown
+    book.tidy_executed(path)
+    cells = nbformat.read(path, as_version=4).cells
+    shown = cells[0].outputs[0].data
+    assert "at the run" in shown["text/html"] and "before the run" not in shown["text/html"]
+    assert "committed at the run's end" in shown["text/markdown"]
+    assert cells[1].outputs[0].data == {"text/plain": "2"}
+
+
 def test_a_paper_run_shows_the_verdicts_that_moved_from_the_book_scale(monkeypatch, tmp_path):
     from explainopt import reporting
 

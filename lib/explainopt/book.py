@@ -374,9 +374,14 @@ def chapter_notebooks(only: list[str] | None = None, folder: Path | None = None,
     return notebooks
 
 
+#: The chapter's opening box (:func:`verdict_summary`), found in an executed notebook by its call.
+VERDICT_BOX = re.compile(r'verdict_summary\("(\w+)"\)')
+
+
 def tidy_executed(path: Path) -> None:
-    """Tag papermill's injected-parameters cell (and the defaults cell) so the book does not show them, and
-    join each cell's consecutive outputs to one stream (:func:`joined_streams`)."""
+    """Tag papermill's injected-parameters cell (and the defaults cell) so the book does not show them, join
+    each cell's consecutive outputs to one stream (:func:`joined_streams`), and show the opening box as the
+    run left the committed verdicts (:func:`refresh_verdict_box`)."""
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
@@ -385,7 +390,19 @@ def tidy_executed(path: Path) -> None:
                 tags.append("remove-cell")
         if cell.cell_type == "code":
             cell.outputs = joined_streams(cell.outputs)
+            refresh_verdict_box(cell)
     nbformat.write(nb, path)
+
+
+def refresh_verdict_box(cell) -> None:
+    """Compute the opening box of an executed cell that shows one again. The box runs first and the chapter
+    commits its verdicts last, so a run that moved a verdict showed the run before's in its own box (chapter
+    3's paper page read 0.049% above the optimum at the top, 0.12% in its claims table)."""
+    box = VERDICT_BOX.search(cell.source)
+    for output in cell.outputs if box else ():
+        if output.get("output_type") == "execute_result":
+            fresh = verdict_summary(box.group(1))
+            output["data"] = {"text/html": fresh.html, "text/markdown": fresh.markdown, "text/plain": repr(fresh)}
 
 
 def joined_streams(outputs: list) -> list:
