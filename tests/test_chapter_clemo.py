@@ -212,6 +212,9 @@ def test_knapsack_frames_use_computed_cells_and_count_capped_runs():
     assert np.isnan(t2.loc[(KINDS[0], CH.SLSQP), "FSI"])
     empty = CH.knapsack_table(*CH.knapsack_frames((grid, [None, None])))
     assert empty.empty and "FSI" in empty.columns
+    # the same method's runs from two grids would be averaged as if they were runs of their own (audit 49 F8)
+    with pytest.raises(ValueError, match="4 knapsack runs .* come twice"):
+        CH.knapsack_frames((grid, [cell, None]), (grid, [cell, None]))
 
 
 def test_runtime_run_fits_every_path_on_the_same_samples_and_keeps_compact_histories():
@@ -338,7 +341,8 @@ def test_slsqp_is_compared_with_lr_on_the_runs_both_have():
     std = CH.knapsack_std_claim(runs, stability, CH.SLSQP)
     # paired: 1.20 on the matched instance, not 12 against LR's other nine; one instance of the paper's ten per
     # type decides nothing (audit 14 S1)
-    assert std.verdict == NOT_RUN and std.ours == "ratios 0.90 to 1.20 over 4 matched instances (1 per type)"
+    assert std.verdict == NOT_RUN and std.ours == ("std ratios 0.90, normalized std ratios 1.20 over 4 matched "
+                                            "instances (1 per type)")
     table = CH.knapsack_table(runs, stability)                 # Table 2 itself shows each method over its own runs
     assert table.loc[("uncorrelated", CH.LR), "runs"] == 100 and table.loc[("uncorrelated", CH.SLSQP), "runs"] == 10
     every = CH.claims(table2=table, per_run=runs, stability=stability, vrp_samples=40, vrp_solution_limit=20,
@@ -376,8 +380,22 @@ def test_stability_claims_need_the_papers_resamples():
 
 def test_knapsack_claims_state_the_papers_numbers():
     assert CH.knapsack_accuracy_claim(None).paper.startswith("+10% to +12%")
-    assert CH.knapsack_stability_claim(None, None).paper == "2.26 vs 2.44, 3.34 vs 3.40, 3.23 vs 3.22, 3.38 vs 3.31"
-    assert CH.knapsack_std_claim(None, None).paper == "ratios 0.80 to 1.17"
+    assert CH.knapsack_stability_claim(None, None).paper == (
+        "uncorrelated 2.26 vs 2.44, weakly correlated 3.34 vs 3.40, strongly correlated 3.23 vs 3.22, "
+        "inverse strongly correlated 3.38 vs 3.31")
+    # each measure apart: the paper's std ratios are all below 1, its normalized ones above (audit 49 F3)
+    assert CH.knapsack_std_claim(None, None).paper == "std ratios 0.80 to 0.89, normalized std ratios 1.03 to 1.17"
+
+
+def test_stability_claims_name_each_type_and_measure():
+    """Audit 49 F3, F9: a missing type shifts no pair, and a std ratio above 1 is not hidden in one span with
+    the normalized ones."""
+    runs, stability = frames(instances=10, fsi=(3.0, 3.3), std=(0.2, 0.25), nstd=(1.0, 0.9))
+    three = [frame[frame["kind"].isin(KINDS[1:])] for frame in (runs, stability)]
+    assert CH.knapsack_stability_claim(*three).ours.startswith(f"{KINDS[1].replace('_', ' ')} 3.30 vs 3.00, ")
+    std = CH.knapsack_std_claim(runs, stability)
+    assert std.verdict == REPRODUCED
+    assert std.ours.startswith("std ratios 1.25, normalized std ratios 0.90 over 40 matched instances")
 
 
 def _sigma_table(methods, instances):
@@ -435,9 +453,14 @@ def test_slsqp_optimum_claim_compares_matching_runs():
     assert verdict(CH.slsqp_optimum_claim(both)) == REPRODUCED
     far = pd.concat([per_run(method=CH.SLSQP, loss=(None, 5.5)), per_run(loss=(None, 5.0))])
     assert verdict(CH.slsqp_optimum_claim(far)) == DIFFERS
-    capped = pd.concat([per_run(method=CH.SLSQP, status="time_limit"), per_run()])
-    assert verdict(CH.slsqp_optimum_claim(capped)) == NOT_RUN
+    capped = CH.slsqp_optimum_claim(pd.concat([per_run(method=CH.SLSQP, status="time_limit"), per_run()]))
+    assert capped.verdict == NOT_RUN and capped.why.startswith("40 SLSQP runs were stopped by this scale's time cap")
     assert verdict(CH.slsqp_optimum_claim(None)) == NOT_RUN
+    # far below the convex path's loss, SLSQP shows that path missed the global optimum (audit 49 F7)
+    below = CH.slsqp_optimum_claim(pd.concat([per_run(method=CH.SLSQP, loss=(None, 3.5)), per_run(loss=(None, 5.0))]))
+    assert below.verdict == DIFFERS and "outside the bound: uncorrelated -30.00%" in below.why
+    slightly = pd.concat([per_run(method=CH.SLSQP, loss=(None, 4.99)), per_run(loss=(None, 5.0))])
+    assert verdict(CH.slsqp_optimum_claim(slightly)) == REPRODUCED
 
 
 def spp_result(gap=0.0, *, flip=False):
