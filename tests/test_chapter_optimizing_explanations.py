@@ -259,13 +259,42 @@ def test_agreement_decreases_compares_each_d_over_the_same_functions():
     assert claim.why == "sin x left out: not computed at every D"
 
 def test_claim_tie_aware_decreases_explains_ties_from_the_tie_report():
-    ties = pd.DataFrame({"D": [2, 4], "∇f tied share": [0.2, 0.9]})
+    ties = pd.DataFrame({"D": [2, 4, 4], "function": ["x^2", "x^2", "x^3"], "∇f tied share": [0.2, 0.9, 0.9],
+                         "tie-aware agreement": [0.96, 1.0, 0.98]})
     falls = agreement({(2, "x^2", 2): 0.99, (3, "x^2", 3): 0.95, (4, "x^2", 5): 0.9})
     rises = agreement({(2, "x^2", 2): 0.96, (3, "x^2", 3): 0.95, (4, "x^2", 5): 0.99})
     assert verdict(CH.claim_tie_aware_decreases(falls, ties)) == R.REPRODUCED
     differs = CH.claim_tie_aware_decreases(rises, ties)
     assert differs.verdict == R.DIFFERS and "90% of the D = 4 grid points" in differs.why
+    # the coarse D = 4 grid saturates tie-aware agreement (audit 49 ch1 F2)
+    assert "tie-aware agreement is 1 at every D = 4 grid point for 1 of the 2 functions" in differs.why
+    # a reading the paper does not use: a deviation from its protocol, not a finding against it
+    assert differs.explanation.startswith("Deviation from the paper's protocol: agreement read tie-aware")
     assert verdict(CH.claim_tie_aware_decreases(EMPTY, EMPTY)) == R.NOT_RUN
+
+
+def test_strict_argmax_claims_give_the_agreement_random_tie_breaking_would_give():
+    """Audit 49 ch1 F1: strict argmax breaks ∇f's ties by round-off; the reason gives the level that does not."""
+    ties = pd.DataFrame({"D": [2, 2, 3, 4], "function": ["x^3", "sin x^3", "x^3", "x^3"],
+                         "chance agreement": [0.9, 0.7, 0.6, 0.25]})
+    strict = agreement({(2, "x^3", 5): 0.85, (2, "sin x^3", 5): 0.8, (3, "x^3", 5): 0.6, (4, "x^3", 5): 0.3,
+                        (4, "sin x^3", 5): 0.35})
+    assert "would agree at a mean 0.800 on the same cells" in CH.claim_high_agreement_in_2d(strict, ties).why
+    assert CH.claim_high_agreement_in_2d(strict).why == ""
+    assert CH.claim_low_agreement_in_4d(strict, None, ties).why.endswith("would agree at 0.250")
+    # the means over the functions computed at every D (x^3), as the claim's own
+    assert CH.claim_agreement_decreases(strict, ties).why.endswith("would agree at D=2: 0.900, D=3: 0.600, D=4: 0.250")
+
+
+def test_rough_functions_give_the_exact_p_of_their_rank_correlation():
+    """Audit 49 ch1 F3: five functions say little; ρ = 0.7 is reached by 14 of the 120 orderings."""
+    table = pd.DataFrame({"agreement": [0.69, 0.68, 0.74, 0.64, 0.63], CH.ROUGHNESS_MEASURE: [5.0, 4.0, 3.0, 2.0, 1.0]},
+                         index=["sin x^3", "x^3", "sin x + e^x - x^2", "x^2", "sin x"])
+    rho = CH.rank_correlation(table)
+    assert rho == pytest.approx(0.7)
+    assert CH.rank_correlation_p(table, rho) == pytest.approx(14 / 120)
+    claim = CH.claim_rough_functions_disagree(table)
+    assert claim.verdict == R.DIFFERS and "one-sided p = 0.12 (exact" in claim.why
 
 
 def profile_row(faithful, flat, *, metric="average_sensitivity", pointwise=False, inside=1.0):
@@ -382,7 +411,8 @@ def test_a_strictly_lower_mean_does_not_print_equal_to_the_previous_ones():
 def test_a_rank_correlation_above_minus_0_5_does_not_print_as_minus_0_50(monkeypatch):
     """Audit 7 E3."""
     monkeypatch.setattr(CH, "rank_correlation", lambda *args, **kwargs: -0.496)
-    table = pd.DataFrame({"agreement": [0.2, 0.4, 0.6, 0.8]}, index=["a", "b", "c", "d"])
+    table = pd.DataFrame({"agreement": [0.2, 0.4, 0.6, 0.8], CH.ROUGHNESS_MEASURE: [4.0, 3.0, 2.0, 1.0]},
+                         index=["a", "b", "c", "d"])
     c = CH.claim_rough_functions_disagree(table)
     assert c.verdict == R.PARTLY
     assert printed_side(c.ours.split(" over")[0].removeprefix("ρ = "), CH.ROUGH_RHO) == 1

@@ -31,7 +31,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import permutation_test, spearmanr
 
 from .. import attributions as A
 from .. import experiments, reporting, verdicts
@@ -437,6 +437,17 @@ def rank_correlation(table: pd.DataFrame, column: str = "agreement", *, measure:
     return float(spearmanr(table[measure], table[column]).statistic)
 
 
+def rank_correlation_p(table: pd.DataFrame, rho: float, column: str = "agreement", *,
+                       measure: str = ROUGHNESS_MEASURE) -> float:
+    """The one-sided p of :func:`rank_correlation` `rho` (on `rho`'s side of 0): the share of the pairings of
+    `measure` with `column` whose Spearman ρ lies as far out (exact for up to 8 functions: scipy's
+    ``permutation_test``)."""
+    test = permutation_test((table[measure].to_numpy(), table[column].to_numpy()),
+                            lambda x, y: spearmanr(x, y).statistic, permutation_type="pairings",
+                            alternative="less" if rho < 0 else "greater", n_resamples=40320, random_state=0)
+    return float(test.pvalue)
+
+
 def rank_correlation_by_dimension(strict: pd.DataFrame, tie_aware: pd.DataFrame | None = None, *,
                                   measure: str = ROUGHNESS_MEASURE) -> pd.DataFrame:
     """Spearman's ρ between `measure` and the agreement of the functions, per D >= 2 and over all of them
@@ -665,22 +676,44 @@ def claim_on_constraint(solved: pd.DataFrame) -> reporting.Claim:
                                 f"over {len(ok)} problems")
 
 
-def claim_high_agreement_in_2d(strict: pd.DataFrame) -> reporting.Claim:
-    """Mean all-three agreement at D = 2 (strict argmax, global constraint) is at least the paper's ≳ 0.8."""
+def claim_high_agreement_in_2d(strict: pd.DataFrame, ties: pd.DataFrame | None = None) -> reporting.Claim:
+    """Mean all-three agreement at D = 2 (strict argmax, global constraint) is at least the paper's ≳ 0.8; with
+    `ties` (:func:`tie_report`), the reason gives the agreement random tie-breaking would give on the same cells."""
     least = float(PAPER.loc["01-agreement-d2", "value"])
     rows = _multi_dimensional(strict)
     rows = rows[rows["D"] == 2] if len(rows) else rows
     if not len(rows) or reporting.missing(rows["all three"]):
         return CLAIMS.claim("01-agreement-d2", fields={"least": least}, ours="n/a", holds=None)
     mean = rows["all three"].mean()
+    chance = _chance(rows, ties)
     return CLAIMS.claim("01-agreement-d2", fields={"least": least}, holds=bool(mean >= least), evidence=len(rows),
                            ours=f"mean {verdicts.beside(mean, '.3f', least)}, "
-                                f"min {verdicts.beside(rows['all three'].min(), '.3f', least)}")
+                                f"min {verdicts.beside(rows['all three'].min(), '.3f', least)}",
+                           why="" if chance.empty else f"by strict argmax, as the paper; {TIE_BREAKING} would agree at a "
+                                                       f"mean {chance.mean():.3f} on the same cells")
 
 
-def claim_low_agreement_in_4d(strict: pd.DataFrame, tie_aware: pd.DataFrame | None = None) -> reporting.Claim:
+#: What :func:`_chance` reads, in the claims' words (:func:`explainopt.attributions.chance_agreement`).
+TIE_BREAKING = "explanations that keep ∇f's most important features and break its ties at random (not by round-off)"
+
+
+def _chance(cells: pd.DataFrame, ties: pd.DataFrame | None) -> pd.Series:
+    """The all-three agreement that random tie-breaking would give (:func:`tie_report`'s ``chance agreement``)
+    on each of `cells` (rows with D and function), by the cells' index; empty without `ties`. Unlike strict
+    argmax it does not hang on round-off: on the grids, ∇f has several equally important features at most
+    points, and a solver's last digits pick which one an explanation's argmax names."""
+    if ties is None or not len(ties) or not len(cells):
+        return pd.Series(dtype=float)
+    chance = ties.set_index(["D", "function"])["chance agreement"]
+    return pd.Series(chance.reindex(pd.MultiIndex.from_arrays([cells["D"], cells["function"]])).to_numpy(),
+                     index=cells.index).dropna()
+
+
+def claim_low_agreement_in_4d(strict: pd.DataFrame, tie_aware: pd.DataFrame | None = None,
+                              ties: pd.DataFrame | None = None) -> reporting.Claim:
     """All-three agreement at D = 4 is below the paper's 0.5 for x³ and sin x³ at every u (each function needs a
-    cell); with `tie_aware`, the reason gives the same cells' agreement when round-off ties count as agreement."""
+    cell); with `tie_aware`, the reason gives the same cells' agreement when round-off ties count as agreement,
+    with `ties` (:func:`tie_report`) the agreement random tie-breaking would give."""
     below = float(PAPER.loc["01-agreement-d4", "value"])
     fields = {"below": below, "names": " and ".join(pretty(f) for f in LOW_AGREEMENT_FUNCTIONS)}
     rows, aware = (_low_agreement_cells(table) for table in (strict, tie_aware))
@@ -688,14 +721,21 @@ def claim_low_agreement_in_4d(strict: pd.DataFrame, tie_aware: pd.DataFrame | No
     if absent:
         return CLAIMS.claim("01-agreement-d4", fields=fields, ours="n/a", holds=None, evidence=len(rows),
                             why=f"no D = 4 cell of {', '.join(absent)}")
-    span = "" if aware is None or not len(aware) else "-".join(dict.fromkeys(
-        f"{a:.3f}" for a in (aware["all three"].min(), aware["all three"].max())))
-    why = span and ("by strict argmax, as the paper; counting round-off ties among the most important features "
-                    f"as agreement, the same cells read {span}")
+    span = "" if aware is None or not len(aware) else _span_text(aware["all three"])
+    chance = _chance(rows, ties)
+    why = "; ".join(filter(None, [
+        "by strict argmax, as the paper" if span or len(chance) else "",
+        span and f"counting round-off ties among the most important features as agreement, the same cells read {span}",
+        f"{TIE_BREAKING} would agree at {_span_text(chance)}" if len(chance) else ""]))
     return CLAIMS.claim("01-agreement-d4", fields=fields, evidence=len(rows), why=why,
                            ours=", ".join(f"{f} u={u:g}: {verdicts.beside(a, '.3f', below)}" for f, u, a in
                                           zip(rows["function"], rows["u"], rows["all three"])),
                            holds=reporting.every(rows["all three"], lambda a: a < below))
+
+
+def _span_text(values: pd.Series) -> str:
+    """"lo-hi" of `values` with three decimals (one number when both read the same)."""
+    return "-".join(dict.fromkeys(f"{a:.3f}" for a in (values.min(), values.max())))
 
 
 def _low_agreement_cells(agreement: pd.DataFrame | None) -> pd.DataFrame | None:
@@ -706,12 +746,20 @@ def _low_agreement_cells(agreement: pd.DataFrame | None) -> pd.DataFrame | None:
     return rows[(rows["D"] == 4) & rows["function"].isin(LOW_AGREEMENT_FUNCTIONS)] if len(rows) else rows
 
 
-def claim_agreement_decreases(strict: pd.DataFrame) -> reporting.Claim:
+def claim_agreement_decreases(strict: pd.DataFrame, ties: pd.DataFrame | None = None) -> reporting.Claim:
     """Mean all-three agreement (strict argmax) decreases from one D to the next, each D's mean over the same
-    functions (:func:`_by_dimension_on_common_functions`); needs three D >= 2."""
+    functions (:func:`_by_dimension_on_common_functions`); needs three D >= 2. With `ties` (:func:`tie_report`),
+    the reason gives the means random tie-breaking would give on the same cells."""
     by_d, left_out = _by_dimension_on_common_functions(strict)
-    return CLAIMS.claim("01-decreasing", ours=_per_dimension(by_d), evidence=len(by_d), minimum=3, why=left_out,
-                           holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
+    rows = _multi_dimensional(strict)
+    rows = rows[rows["function"].isin(_common_functions(rows))] if len(rows) else rows
+    chance = _chance(rows, ties)
+    chance_by_d = chance.groupby(rows.loc[chance.index, "D"]).mean() if len(chance) else chance
+    return CLAIMS.claim("01-decreasing", ours=_per_dimension(by_d), evidence=len(by_d), minimum=3,
+                        why="; ".join(filter(None, [left_out, f"{TIE_BREAKING} would agree at "
+                                                    + ", ".join(f"D={d}: {v:.3f}" for d, v in chance_by_d.items())
+                                                    if len(chance_by_d) else ""])),
+                        holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
 
 
 def _by_dimension_on_common_functions(table: pd.DataFrame) -> tuple[pd.Series, str]:
@@ -720,11 +768,15 @@ def _by_dimension_on_common_functions(table: pd.DataFrame) -> tuple[pd.Series, s
     rows = _multi_dimensional(table)
     if not len(rows):
         return pd.Series(dtype=float), ""
-    per_d = rows.groupby("D")["function"].agg(set)
-    common = sorted(set.intersection(*per_d))
+    common = _common_functions(rows)
     absent = sorted(set(rows["function"]) - set(common))
     return (agreement_by_dimension(table, functions=common),
             f"{', '.join(pretty(f) for f in absent)} left out: not computed at every D" if absent else "")
+
+
+def _common_functions(rows: pd.DataFrame) -> list[str]:
+    """The functions of `rows` (:func:`_multi_dimensional`'s) computed at every D among them."""
+    return sorted(set.intersection(*rows.groupby("D")["function"].agg(set))) if len(rows) else []
 
 
 def _figure2_reading(faithful: float, flat: float, inside: float, paper_share: float) -> tuple[bool, bool]:
@@ -786,9 +838,19 @@ def claim_tie_aware_decreases(tie_aware: pd.DataFrame, ties: pd.DataFrame) -> re
         top = int(ties["D"].max())
         why = "; ".join(filter(None, [
             why, f"∇f has tied most important features at {ties.loc[ties['D'] == top, '∇f tied share'].mean():.0%} "
-                 f"of the D = {top} grid points (mean over the functions); strict argmax breaks such ties by round-off"]))
+                 f"of the D = {top} grid points (mean over the functions); strict argmax breaks such ties by round-off",
+            _saturated(ties, top)]))
     return CLAIMS.claim("01-tie-aware-decreasing", ours=_per_dimension(by_d), why=why, evidence=len(by_d), minimum=3,
                            holds=_decreasing(by_d) if len(by_d) >= 3 and not reporting.missing(by_d) else None)
+
+
+def _saturated(ties: pd.DataFrame, dimension: int) -> str:
+    """How many functions agree at every point of the `dimension` grid when ties count as agreement ("" if none):
+    on a coarse grid (3 points per axis at D = 4) most gradients tie, and tie-aware agreement saturates."""
+    at = ties.loc[ties["D"] == dimension, "tie-aware agreement"]
+    full = int((at >= 1 - 1e-12).sum())
+    return (f"tie-aware agreement is 1 at every D = {dimension} grid point for {full} of the {len(at)} functions"
+            if full else "")
 
 
 def _minus(value: float, *bounds: float) -> str:
@@ -817,6 +879,9 @@ def claim_rough_functions_disagree(table: pd.DataFrame, by_dimension: pd.DataFra
         why = f"a rank correlation over fewer than {ROUGH_MIN_FUNCTIONS} functions says little"
     else:
         parts = []
+        if not np.isnan(rho):
+            parts.append(f"with {len(table)} functions, a ρ this far {'below' if rho < 0 else 'above'} 0 has "
+                         f"one-sided p = {rank_correlation_p(table, rho):.2f} (exact, over the functions' orderings)")
         if "tie-aware agreement" in table:
             parts.append(f"tie-aware agreement gives ρ = {_minus(rank_correlation(table, 'tie-aware agreement'))}")
         if by_dimension is not None and len(by_dimension):
@@ -832,9 +897,9 @@ def claims(solved: pd.DataFrame, strict: pd.DataFrame, tie_aware: pd.DataFrame, 
                  profile: pd.DataFrame) -> list[reporting.Claim]:
     """The chapter's claims, each checked on this run's tables (results, agreement by strict argmax and
     tie-aware, :func:`tie_report`, Figure 2's :func:`profiles`)."""
-    return [claim_on_constraint(solved), claim_high_agreement_in_2d(strict),
-            claim_low_agreement_in_4d(strict, tie_aware),
-            claim_agreement_decreases(strict), claim_rough_functions_disagree(roughness_vs_agreement(strict, tie_aware),
+    return [claim_on_constraint(solved), claim_high_agreement_in_2d(strict, ties),
+            claim_low_agreement_in_4d(strict, tie_aware, ties),
+            claim_agreement_decreases(strict, ties), claim_rough_functions_disagree(roughness_vs_agreement(strict, tie_aware),
                                            rank_correlation_by_dimension(strict, tie_aware)),
             claim_figure2(profile), claim_tie_aware_decreases(tie_aware, ties)]
 
