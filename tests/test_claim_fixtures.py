@@ -38,7 +38,8 @@ def cases(check, holds, fails, none):
 
 LOW_4D = {(4, "x^3", 5): 0.4, (4, "sin x^3", 5): 0.45, (4, "x^2", 5): 0.9}
 FALLS = {(2, "x^2", 2): 0.8, (3, "x^2", 3): 0.6, (4, "x^2", 5): 0.4}
-TIES = pd.DataFrame({"D": [2, 4], "∇f tied share": [0.2, 0.9]})
+TIES = pd.DataFrame({"D": [2, 4], "function": ["x^2", "x^2"], "∇f tied share": [0.2, 0.9],
+                     "chance agreement": [0.9, 0.4], "tie-aware agreement": [0.96, 0.9]})
 
 
 def _rough(values):
