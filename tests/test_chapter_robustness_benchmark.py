@@ -531,3 +531,34 @@ def test_h4_does_not_call_a_threshold_out_of_reach_a_solver_that_stopped():
     found_unmeasured = frame.copy()
     found_unmeasured.loc[3, "found"] = True                            # a point found whose margin is missing
     assert CH.h4_saa_margin(found_unmeasured).why == "1 left out: a solver stopped without an answer"
+
+
+# ------------------------------------------------------------ audit 49 (a helper that did not write the checks)
+
+def test_retraining_comparisons_count_ties_at_the_ceiling_and_give_the_distance_matched_reading():
+    """Audit 49 ch6 F4, F6: against the nearest counterfactual a region may win by distance alone; the reason says
+    how it fares against the nearest stretched to its distance, and how many ties no method could win."""
+    near = _rows(CH.NEAREST, "network", [0.2] * 5 + [1.0], distance=0.1)
+    region = _rows(CH.REGION, "network", [0.9] * 5 + [1.0], param=CH.RHO, distance=0.3)
+    stretched = _rows(CH.STRETCHED, "network", [0.9] * 5 + [1.0], param=CH.RHO, distance=0.3)
+    claim = CH.h5_region_retrained_network(pd.DataFrame(near + region + stretched))
+    assert claim.verdict == REPRODUCED
+    assert ("1 of the 6 factuals is a tie, 1 of them at the measure's ceiling (1) on both sides, where neither can "
+            "measure higher") in claim.why
+    assert claim.why.endswith("against the nearest counterfactual stretched to the method's distance instead: higher "
+                              "on 0, lower on 0 of 6 factuals (sign test p = 1 for higher), so distance alone may "
+                              "account for the gap")
+    for row in stretched[:5]:
+        row["retrained"] = 0.2
+    beyond = CH.h5_region_retrained_network(pd.DataFrame(near + region + stretched))
+    assert beyond.why.endswith("higher on 5, lower on 0 of 6 factuals (sign test p = 0.031 for higher), so more than "
+                               "distance sets it apart")
+
+
+def test_a_row_without_a_recommended_flag_is_not_read_as_recommended():
+    """Audit 49 ch6 F1: NaN read as True paired every level of a sweep with one comparator."""
+    base = _rows(CH.NEAREST, "network", [0.1] * 6)
+    region = _rows(CH.REGION, "network", [0.9] * 6, param=CH.RHO) + \
+        _rows(CH.REGION, "network", [0.0] * 6, param=0.01, recommended=np.nan)
+    claim = CH.h5_region_retrained_network(pd.DataFrame(base + region))
+    assert claim.verdict == REPRODUCED and "higher on 6, lower on 0 of 6 factuals" in claim.ours

@@ -363,7 +363,7 @@ def methods_only(df: pd.DataFrame) -> pd.DataFrame:
 def recommended(df: pd.DataFrame) -> pd.DataFrame:
     """The rows of each method at its paper's parameter."""
     df = methods_only(df)
-    return df[df["recommended"].astype(bool)] if len(df) else df
+    return df[df["recommended"].eq(True)] if len(df) else df
 
 
 SUMMARY_COLUMNS = ["found", "valid", "distance", "sparsity", "lof", "radius_linf", "radius_l2", "delta_interval",
@@ -486,16 +486,18 @@ def _paired(df: pd.DataFrame, model: str, method: str, col: str, param=None, aga
     ok = _with_claim_columns(df)
     ok = ok[ok["model"] == model]
     sel = ok[ok["method"] == method]
-    sel = sel[sel["recommended"].astype(bool)] if param is None else sel[sel["param"] == param]
+    sel = sel[sel["recommended"].eq(True)] if param is None else sel[sel["param"] == param]
     if against == STRETCHED_TO:
         base, keys = ok[(ok["method"] == against) & (ok["against"] == method)], ["dataset", "factual", "param"]
     else:
-        base, keys = ok[(ok["method"] == against) & ok["recommended"].astype(bool)], ["dataset", "factual"]
+        base, keys = ok[(ok["method"] == against) & ok["recommended"].eq(True)], ["dataset", "factual"]
     cols = list(dict.fromkeys([col, "distance", "valid", *(["x"] if "x" in ok else [])]))
     # every factual of the method stays: one without a comparator (the nearest is stretched only to a point the
     # method found) is a pair with no valid counterfactual on that side, counted by `_better` (audit 20b)
     sel = sel.assign(certified=sel["status"].eq("converged") if method == REGION else True)
-    merged = sel[["model", *keys, *cols, "certified"]].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"))
+    # one comparator per pair: a duplicated one would pair a method's point with another's (audit 49 ch6 F1)
+    merged = sel[["model", *keys, *cols, "certified"]].merge(base[keys + cols], on=keys, how="left", suffixes=("", "_base"),
+                                                             validate="many_to_one")
     merged = merged.rename(columns={col: "ours", f"{col}_base": "base"})
     found = merged["valid_base"].eq(True) | merged["distance_base"].notna()   # a point, of the target class or not
     return merged.assign(both_valid=merged["valid"].astype(bool) & found,
@@ -540,8 +542,36 @@ TIE = 1e-9
 RADIUS_TIE = 1e-4
 
 
+def _compared(pairs: pd.DataFrame, tie: float) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str]:
+    """The pairs of a :func:`_paired` frame :func:`_better` compares, with the steps that keep them: those with a
+    valid counterfactual on both sides (of a certified region), those measured on both sides, and of these the
+    ones at the same distance (:func:`at_the_same_distance`), and in words the factuals each step left out."""
+    certified = pairs[pairs["certified"].astype(bool)] if "certified" in pairs else pairs
+    stopped = _left_out(certified, pairs, "Algorithm 1 stopped before certifying the region's rho")
+    both = certified[certified["both_valid"].astype(bool)]
+    invalid = _left_out(both, certified, "the method has no valid counterfactual, or the comparator none")
+    measured = both.dropna(subset=["ours", "base"])
+    missing = _left_out(measured, both, "the measure is missing on one side (a solve stopped without a value)")
+    kept, left_out = at_the_same_distance(measured, tie)
+    return both, measured, kept, "; ".join(filter(None, [stopped, invalid, missing, left_out]))
+
+
+def _at_matched_distance(df: pd.DataFrame, model: str, method: str, against: str) -> str:
+    """A comparison against the nearest counterfactual, in words, beside the same measure against that counterfactual
+    stretched to the method's distance (`against`, :data:`STRETCHED` or :data:`STRETCHED_TO`), which
+    distance alone cannot explain (audit 49 ch6 F6): "" where no pair is at the same distance."""
+    _, _, pairs, _ = _compared(_paired(df, model, method, "retrained", against=against), TIE)
+    if pairs.empty:
+        return ""
+    wins, losses = int((pairs["ours"] > pairs["base"] + TIE).sum()), int((pairs["ours"] < pairs["base"] - TIE).sum())
+    return (f"against the nearest counterfactual stretched to the method's distance instead: higher on {wins}, lower "
+            f"on {losses} of {len(pairs)} factuals (sign test p = {sign_test(wins, losses):.2g} for higher), so "
+            + ("more than distance sets it apart" if sign_test(wins, losses) <= SIGN_TEST_LEVEL
+               else "distance alone may account for the gap"))
+
+
 def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: str = "",
-            tie: float = TIE, radius: str = "") -> Claim:
+            tie: float = TIE, radius: str = "", ceiling: float | None = None, context: str = "") -> Claim:
     """Hypothesis "ours > base", decided by one-sided sign tests at :data:`SIGN_TEST_LEVEL` over the
     decisive pairs (ties, within `tie`, e.g. both valid for every retrained model, count for neither): it
     holds on a higher mean and significantly more wins than losses, fails on a lower mean and significantly
@@ -552,15 +582,10 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     measure is missing on one side, and, against a stretched comparator, where it is not at the same distance
     (:func:`at_the_same_distance`); the reason counts each, and the ties that are one point. A `radius` (a
     certified distance to a split or the decision boundary, or Δ; its name) within `tie` of 0 is the method's
-    point on that boundary: the reason counts the losses that are such points (audit 41c K3: 16 of paper H9's 32)."""
-    certified = pairs[pairs["certified"].astype(bool)] if "certified" in pairs else pairs
-    stopped = _left_out(certified, pairs, "Algorithm 1 stopped before certifying the region's rho")
-    both = certified[certified["both_valid"].astype(bool)]
-    invalid = _left_out(both, certified, "the method has no valid counterfactual, or the comparator none")
-    measured = both.dropna(subset=["ours", "base"])
-    missing = _left_out(measured, both, "the measure is missing on one side (a solve stopped without a value)")
-    pairs, left_out = at_the_same_distance(measured, tie)
-    left_out = "; ".join(filter(None, [stopped, invalid, missing, left_out]))
+    point on that boundary: the reason counts the losses that are such points (audit 41c K3: 16 of paper H9's 32).
+    A measure with a `ceiling` (a share of retrained models, 1): the reason counts the ties at it, which no
+    method can win (audit 49 ch6 F4). `context`: a last part of the reason (:func:`_at_matched_distance`)."""
+    both, measured, pairs, left_out = _compared(pairs, tie)
     n = len(pairs)
     wins = int((pairs["ours"] > pairs["base"] + tie).sum()) if n else 0
     losses = int((pairs["ours"] < pairs["base"] - tie).sum()) if n else 0
@@ -584,14 +609,23 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     ties = n - wins - losses
     tied = (f"{ties} of the {n} factuals {'is a tie' if ties == 1 else 'are ties'}"
             + (f" ({same} of them one point: the method's counterfactual is the comparator)" if same else "")
-            if ties else "")
+            + _at_the_ceiling(pairs, tie, ceiling) if ties else "")
     # pairs whose measure is missing, all won or all lost, could decide it: an open verdict is then no reading
     unmeasured = len(both) - len(measured)
     could = unmeasured and min(sign_test(wins + unmeasured, losses), sign_test(losses + unmeasured, wins)) <= SIGN_TEST_LEVEL
     return CLAIMS.claim(id, ours=ours, holds=holds, evidence=wins + losses, minimum=max(minimum, MIN_DECISIVE),
                         why="; ".join(filter(None, [neither, _where_decisive(pairs, tie),
-                                                    _on_the_boundary(pairs, tie, radius) if radius else "", tied, left_out])),
+                                                    _on_the_boundary(pairs, tie, radius) if radius else "", tied, left_out,
+                                                    context])),
                         neither_way=not could)
+
+
+def _at_the_ceiling(pairs: pd.DataFrame, tie: float, ceiling: float | None) -> str:
+    """", k of them at the measure's ceiling on both sides", or "" if none (or no `ceiling`)."""
+    if ceiling is None:
+        return ""
+    k = int(((pairs["ours"] >= ceiling - tie) & (pairs["base"] >= ceiling - tie)).sum())
+    return f", {k} of them at the measure's ceiling ({ceiling:g}) on both sides, where neither can measure higher" if k else ""
 
 
 def _on_the_boundary(pairs: pd.DataFrame, tie: float, radius: str) -> str:
@@ -706,7 +740,7 @@ def h4_saa_margin(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
     ones only, a Robust-SAA point short of ρ*, or one the forest does not give the target class, passed or
     went uncounted.)"""
     keys, df = ["dataset", "model", "factual"], _with_claim_columns(df)
-    saa = df[df["method"].isin([DIRECT_SAA, ROBUST_SAA]) & df["recommended"].fillna(False).astype(bool)]
+    saa = df[df["method"].isin([DIRECT_SAA, ROBUST_SAA]) & df["recommended"].eq(True)]
     p_star = saa[saa["method"] == DIRECT_SAA][[*keys, "tau"]].rename(columns={"tau": "p_star"})
     saa = saa.merge(p_star.drop_duplicates(keys), on=keys, how="left")
     saa = saa[saa["found"].fillna(False).astype(bool)]  # no margin without a point; a threshold out of reach is no stop
@@ -715,11 +749,13 @@ def h4_saa_margin(df: pd.DataFrame, *, minimum: int = 3) -> Claim:
 
 
 def h5_region_retrained_network(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
-    return _better(_paired(df, "network", REGION, "retrained"), "06-h5-region-retrained-network", minimum=minimum)
+    return _better(_paired(df, "network", REGION, "retrained"), "06-h5-region-retrained-network", minimum=minimum,
+                   ceiling=1.0, context=_at_matched_distance(df, "network", REGION, STRETCHED))
 
 
 def h6_region_retrained_forest(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
-    return _better(_paired(df, "forest", REGION, "retrained"), "06-h6-region-retrained-forest", minimum=minimum)
+    return _better(_paired(df, "forest", REGION, "retrained"), "06-h6-region-retrained-forest", minimum=minimum,
+                   ceiling=1.0, context=_at_matched_distance(df, "forest", REGION, STRETCHED))
 
 
 def h7_proplace_radius(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
@@ -748,11 +784,12 @@ def h9_saa_radius(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
 
 def h10_region_vs_stretched(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
     return _better(pd.concat([_paired(df, m, REGION, "retrained", against=STRETCHED) for m in MODELS]),
-                   "06-h10-region-vs-stretched", minimum=minimum)
+                   "06-h10-region-vs-stretched", minimum=minimum, ceiling=1.0)
 
 
 def h11_proplace_retrained(df: pd.DataFrame, *, minimum: int = MIN_DECISIVE) -> Claim:
-    return _better(_paired(df, "network", PROPLACE, "retrained"), "06-h11-proplace-retrained", minimum=minimum)
+    return _better(_paired(df, "network", PROPLACE, "retrained"), "06-h11-proplace-retrained", minimum=minimum,
+                   ceiling=1.0, context=_at_matched_distance(df, "network", PROPLACE, STRETCHED_TO))
 
 
 def claims(df: pd.DataFrame, *, minimum: int = 3) -> list[Claim]:
@@ -792,7 +829,7 @@ def lessons(df: pd.DataFrame, summary: pd.DataFrame) -> str:
     if df.empty or summary.empty:
         return "*No counterfactuals computed at this scale yet.*"
     lines = []
-    ok = df[df["valid"].astype(bool) & df["recommended"].astype(bool)]
+    ok = df[df["valid"].astype(bool) & df["recommended"].eq(True)]
     keys = ["dataset", "model", "factual"]
     region = ok[ok["method"] == REGION].set_index(keys)
     stretched = ok[ok["method"] == STRETCHED].set_index(keys)
