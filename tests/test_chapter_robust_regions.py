@@ -473,7 +473,7 @@ def test_claim_times_reads_not_run_when_no_converged_configuration_has_a_paper_t
     verdicts = _verdicts(lambda c: CH.claim_times(cases[c][0], cases[c][1], time_limit=8))
     assert verdicts == (REPRODUCED, DIFFERS, NOT_RUN)
     none = CH.claim_times(*cases["none"], time_limit=8)
-    assert "highs, scip" in none.why and "100% of our instances stopped at our 8 s limit" in none.ours
+    assert "highs, scip" in none.why and "100% of our instances stopped early (1 at our 8 s limit)" in none.ours
     assert CH.claim_times([], pd.DataFrame(), time_limit=8).verdict == NOT_RUN
     many_stopped = _frame(*[_row(index=i, status="time_limit") for i in range(CH.MIN_EARLY_STOPS)])
     assert CH.claim_times(tables([math.nan]), many_stopped, time_limit=1000).verdict == DIFFERS  # audit 6's J1
@@ -509,7 +509,8 @@ def test_ours_robust_below_80_percent_does_not_print_as_80():
 
 def _stops(early: int, n: int) -> pd.DataFrame:
     """Instances of one solver, `early` of the `n` stopped early at the time limit."""
-    return pd.DataFrame({"early_stop": [True] * early + [False] * (n - early), "solver": ["highs"] * n})
+    return pd.DataFrame({"early_stop": [True] * early + [False] * (n - early), "solver": ["highs"] * n,
+                         "status": ["time_limit"] * early + ["converged"] * (n - early)})
 
 
 @pytest.mark.parametrize("ratios, early, n, hidden", [([0.5], 11, 108, " 10% of"),
@@ -768,7 +769,8 @@ def test_the_papers_own_tables_1_and_2_do_not_fail_the_times_claim():
     paper = CH.paper_tables()
     n = settings(CH.SCALES, "paper")["instances"]
     keys = ["norm", "rho", "model", "dataset"]
-    as_paper = pd.DataFrame([{**dict(zip(keys, row)), "early_stop": i < stops, "solver": "highs"}
+    as_paper = pd.DataFrame([{**dict(zip(keys, row)), "early_stop": i < stops, "solver": "highs",
+                              "status": "time_limit" if i < stops else "converged"}
                              for *row, stops in paper[keys + ["early_stops"]].itertuples(index=False)
                              for i in range(n)])
     assert as_paper["early_stop"].mean() > 0.15
@@ -896,3 +898,38 @@ def test_the_iterations_claim_shows_how_its_ratios_split_around_1():
     assert ("2 of the 4 ratios above 1, 1 equal, 1 below (1 of them with an early stop, whose iterations the time "
             "limit cuts short)") in claim.why
     assert "early stop" not in CH.claim_iterations_complexity(CH.trend_checks(summary.assign(early_stops=0))).why
+
+
+# ------------------------------------------------------------ audit 49 (a helper that did not write the checks)
+
+def test_early_stops_say_which_limit_stopped_them():
+    """Audit 49 ch2 F6: an instance stopped at Algorithm 1's iteration cap read as stopped at the time limit."""
+    frame = _stops(3, 20)
+    frame.loc[2, "status"] = "iteration_limit"
+    c = CH.claim_times([pd.DataFrame({"ratio": [0.5]})], frame, time_limit=1000)
+    assert ("15% of our instances stopped early (2 at our 1000 s limit; 1 at our cap of 200 iterations, which the "
+            "paper does not state)") in c.ours
+
+
+def _table3_rows(invalid: dict) -> pd.DataFrame:
+    """The paper's eight Table 3 rows, 10 counterfactuals each, the baseline invalid on `invalid` of them
+    ({(dataset, model, rho): k}), every valid one robust."""
+    paper = CH.paper_table("robust_regions_table_3")
+    rows = []
+    for r in paper.itertuples():
+        k = invalid.get((r.dataset, r.model, r.rho), 0)
+        rows += [{"dataset": r.dataset, "model": r.model, "rho": r.rho, "index": i, "baseline_valid": i >= k,
+                  "baseline_robust": i >= k} for i in range(10)]
+    return pd.DataFrame(rows)
+
+
+def test_baseline_invalid_reads_the_papers_rows():
+    """Audit 49 ch2 F1: invalid points on another row stood in for the paper's ionosphere NN10."""
+    elsewhere = CH.claim_baseline_invalid(_table3_rows({("banknote", "NN50", 0.2): 3}))
+    assert elsewhere.verdict == PARTLY and elsewhere.ours.endswith(": banknote NN50 at ρ 0.2: 3 of 10")
+    assert elsewhere.why == ("on the rows where the paper saw invalid ones (ionosphere NN10 at ρ 0.1, ionosphere NN10 "
+                             "at ρ 0.2) 0 of 20")
+    assert CH.claim_baseline_invalid(_table3_rows({("ionosphere", "NN10", 0.1): 1})).verdict == REPRODUCED
+    assert CH.claim_baseline_invalid(_table3_rows({})).verdict == DIFFERS
+    not_robust = CH.claim_baseline_not_robust(_table3_rows({("banknote", "NN50", 0.2): 3}))
+    assert "0 of its 77 valid counterfactuals are not certified robust" in not_robust.why
