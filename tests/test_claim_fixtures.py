@@ -75,7 +75,7 @@ _SHARE_KEYS = {"claim_l2_slower": lambda v: {"l2_slower": v, "l2_pairs": 10},
 
 
 def _share_claim(name):
-    return cases(lambda v: getattr(C2, name)(_SHARE_KEYS[name](v)), 0.9, 0.2, math.nan)
+    return cases(lambda v: getattr(C2, name)(_SHARE_KEYS[name](v)), 0.9, 0.1, math.nan)
 
 
 CH2 = {

@@ -45,7 +45,7 @@ from ..datasets import load_dataset
 from ..encoders import model_predict
 from ..experiments import Grid, cache_dir, run_grid
 from ..reporting import Claim, every, missing
-from ..verdicts import ClaimBook, beside, share_of_matched_pairs
+from ..verdicts import SIGN_TEST_LEVEL, ClaimBook, beside, share_of_matched_pairs, sign_test
 from . import paper_table, solver_key
 
 CHAPTER = "02"
@@ -714,15 +714,22 @@ def claim_small_rho_faster(checks: dict) -> Claim:
 def _matched_claim(claim_id: str, checks: dict, across: str, what: str, by_time: str, matched: str) -> Claim:
     """A claim that holds where `what` is true in more than half of the matched configurations whose mean
     iterations differ (:func:`trend_checks`, the setting varied `across`: its pairs, ties and undecided
-    pairs, :data:`MATCHED_KEYS`); the wall-time share beside it."""
+    pairs, :data:`MATCHED_KEYS`), significantly so (a one-sided sign test at :data:`SIGN_TEST_LEVEL`: 3 of 3
+    is p = 0.125, audit 49 ch2 F5), and fails on a significant share the other way; the wall-time share
+    beside it."""
     prefix, share_key = MATCHED_KEYS[across]
     share, pairs, ties = checks[share_key], checks[f"{prefix}_pairs"], checks.get(f"{prefix}_ties", 0)
     undecided = checks.get(f"{prefix}_undecided", 0)
     time_share, time_pairs = checks.get(f"{share_key}_time", math.nan), checks.get(f"{share_key}_time_pairs", 0)
     left_out = f"{ties} equal" + (f", {undecided} undecided by an early stop" if undecided else "")
+    wins = 0 if missing(share) else round(share * pairs)
+    p, p_other = sign_test(wins, pairs - wins), sign_test(pairs - wins, wins)
+    holds = None if missing(share) else True if p <= SIGN_TEST_LEVEL else False if p_other <= SIGN_TEST_LEVEL else None
     return CLAIMS.claim(claim_id, ours=f"{what} in {_share_text(share, 0.5)} of {pairs} matched configurations with "
-                                       f"unequal iterations ({left_out}, left out)",
-                        holds=None if missing(share) else share > 0.5, evidence=pairs, minimum=MIN_MATCHED,
+                                       f"unequal iterations ({left_out}, left out"
+                                       + (f"; sign test p = {beside(p, '.2g', SIGN_TEST_LEVEL)})" if pairs else ")"),
+                        holds=holds, evidence=pairs, minimum=MIN_MATCHED,
+                        neither_way=holds is None and not missing(share) and pairs >= MIN_MATCHED,
                         why=f"by wall time, which the machine and its load move, {by_time} in "
                             f"{_share_text(time_share, 0.5)} of {time_pairs} matched configurations computed {matched}"
                             + (f"; {undecided} undecided: the side with fewer iterations holds an instance stopped at "
