@@ -937,3 +937,12 @@ def test_baseline_invalid_reads_the_papers_rows():
     assert CH.claim_baseline_invalid(_table3_rows({})).verdict == DIFFERS
     not_robust = CH.claim_baseline_not_robust(_table3_rows({("banknote", "NN50", 0.2): 3}))
     assert "0 of its 77 valid counterfactuals are not certified robust" in not_robust.why
+
+
+def test_an_early_stop_certified_at_a_radius_of_round_off_is_named():
+    """Audit 49 ch2 F7: a region stopped at the iteration cap, certified at rho-bar 3.8e-15."""
+    frame = _frame(_row(), _row(index=1, status="iteration_limit", rho_bar=3.8e-15),
+                   _row(index=2, status="time_limit", rho_bar=0.02))
+    claim = CH.claim_regions_certified(frame)
+    assert claim.verdict == REPRODUCED
+    assert claim.why.endswith("1 of the 2 early stops certified a ρ̄ below 0.0001, little more than its centre")

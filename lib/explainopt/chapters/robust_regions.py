@@ -627,6 +627,10 @@ def _samples(n: int) -> str:
     return f"{n:,}".replace(",", " ")
 
 
+#: A certified radius below this (an early stop's ρ̄) is a region in name only: the margins of the encodings are 1e-5.
+TINY_RHO_BAR = 1e-4
+
+
 def claim_regions_certified(frame: pd.DataFrame) -> Claim:
     """Every region the loop returns passes the independent certificate (at rho, or rho-bar after an
     early stop)."""
@@ -638,6 +642,11 @@ def claim_regions_certified(frame: pd.DataFrame) -> Claim:
     why = f"AP re-solved exactly + {points} classified by model.predict, per region"
     if certified < n:
         why += f"; {n - certified} of the {n} regions failed it (the table of uncertified regions lists them)"
+    stopped = returned[~returned["converged"].astype(bool)] if n else returned
+    empty = int((pd.to_numeric(stopped["rho_bar"], errors="coerce") < TINY_RHO_BAR).sum()) if len(stopped) else 0
+    if empty:   # a certificate at a radius of round-off checks little more than the centre (audit 49 ch2 F7)
+        why += (f"; {empty} of the {len(stopped)} early stops certified a ρ̄ below {TINY_RHO_BAR:g}, little more than "
+                "its centre")
     return CLAIMS.claim("02-regions-certified", ours=f"{certified}/{n} returned regions certified ({converged} at ρ, the early stops at ρ̄)",
                  holds=every(returned["certified"]) if n else None, why=why, evidence=n)
 
