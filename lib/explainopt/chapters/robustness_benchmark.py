@@ -556,6 +556,11 @@ def _compared(pairs: pd.DataFrame, tie: float) -> tuple[pd.DataFrame, pd.DataFra
     return both, measured, kept, "; ".join(filter(None, [stopped, invalid, missing, left_out]))
 
 
+def _wins_and_losses(pairs: pd.DataFrame, tie: float) -> tuple[int, int]:
+    """How many of `pairs` the method measures higher, and lower, than its comparator by more than `tie`."""
+    return int((pairs["ours"] > pairs["base"] + tie).sum()), int((pairs["ours"] < pairs["base"] - tie).sum())
+
+
 def _at_matched_distance(df: pd.DataFrame, model: str, method: str, against: str) -> str:
     """A comparison against the nearest counterfactual, in words, beside the same measure against that counterfactual
     stretched to the method's distance (`against`, :data:`STRETCHED` or :data:`STRETCHED_TO`), which
@@ -563,7 +568,7 @@ def _at_matched_distance(df: pd.DataFrame, model: str, method: str, against: str
     _, _, pairs, _ = _compared(_paired(df, model, method, "retrained", against=against), TIE)
     if pairs.empty:
         return ""
-    wins, losses = int((pairs["ours"] > pairs["base"] + TIE).sum()), int((pairs["ours"] < pairs["base"] - TIE).sum())
+    wins, losses = _wins_and_losses(pairs, TIE)
     return (f"against the nearest counterfactual stretched to the method's distance instead: higher on {wins}, lower "
             f"on {losses} of {len(pairs)} factuals (sign test p = {sign_test(wins, losses):.2g} for higher), so "
             + ("more than distance sets it apart" if sign_test(wins, losses) <= SIGN_TEST_LEVEL
@@ -587,8 +592,7 @@ def _better(pairs: pd.DataFrame, id: str, *, minimum: int = MIN_DECISIVE, unit: 
     method can win (audit 49 ch6 F4). `context`: a last part of the reason (:func:`_at_matched_distance`)."""
     both, measured, pairs, left_out = _compared(pairs, tie)
     n = len(pairs)
-    wins = int((pairs["ours"] > pairs["base"] + tie).sum()) if n else 0
-    losses = int((pairs["ours"] < pairs["base"] - tie).sum()) if n else 0
+    wins, losses = _wins_and_losses(pairs, tie)
     same = _same_points(pairs[(pairs["ours"] - pairs["base"]).abs() <= tie]) if n else 0
     if n == 0:
         return CLAIMS.claim(id, ours="no pairs", holds=None, evidence=0, minimum=max(minimum, MIN_DECISIVE),
