@@ -123,7 +123,9 @@ def test_matched_share_of_chapter_2_leaves_ties_out_and_decides_on_iterations():
     checks = C2.trend_checks(summary)
     assert (checks["l2_slower"], checks["l2_pairs"], checks["l2_slower_time"]) == (1.0, 3, 0.0)
     claim = C2.claim_l2_slower(checks)
-    assert claim.verdict == "reproduced" and "100% of 3 matched configurations with unequal iterations" in claim.ours
+    # 3 of 3 is no significant majority (sign test p = 0.125, audit 49 ch2 F5)
+    assert claim.verdict == "undecided" and "100% of 3 matched configurations with unequal iterations" in claim.ours
+    assert "sign test p = 0.12" in claim.ours
     assert "l2 slower in 0% of 3" in claim.why
     ties = C2.trend_checks(summary.assign(iterations_all=2.0))
     assert ties["l2_ties"] == 3 and C2.claim_l2_slower(ties).verdict == "not run"
@@ -238,7 +240,8 @@ def test_chapter_4_claims_explain_a_vr_gap_most_methods_share_as_the_retraining_
     rows = {ds: dict(methods) for ds, methods in GOOD.items()}
     table = table_of(rows)
     table.loc[table["method"] == "PROPLACE", "vr"] = 90.0
-    table["paper vr"] = 100.0
+    table.loc[table["method"] == "MILP-R", "vr"] = 95.0    # the other methods below the paper's too (PROPLACE's
+    table["paper vr"] = 100.0                              # own miss is no evidence: audit 49 ch4 F1)
     vr = next(c for c in C4.claims(table, pd.DataFrame(), n_retrained=20) if c.id == "04-vr-100")
     assert vr.verdict != REPRODUCED and "retraining set-up, or the methods' settings" in vr.explanation
     table["paper vr"] = 0.0  # no method below the paper's: nothing shared, a genuine finding
